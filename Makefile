@@ -1,0 +1,45 @@
+# The two commands a new user needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CONFIG ?= ops/demo/config.toml
+WALLET_PORT ?= 8001
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: run test lint format serve clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+## make run: the platform with the demo config on an embedded SQLite file under var/,
+## and the reference operator (wallet + webhook receiver) on 127.0.0.1:8001.
+run: $(STAMP)
+	mkdir -p var
+	@$(BIN)/python -m ops.reference_operator.wallet --port $(WALLET_PORT) \
+		--config $(CONFIG) --fund demo:player-1:EUR:100000 & \
+	wallet=$$!; trap "kill $$wallet 2>/dev/null" EXIT INT TERM; \
+	$(BIN)/upgrader serve --config $(CONFIG)
+
+## make serve: the platform alone (no reference operator).
+serve: $(STAMP)
+	mkdir -p var
+	$(BIN)/upgrader serve --config $(CONFIG)
+
+## make test: install what is needed, lint, and run the whole suite.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf var .pytest_cache

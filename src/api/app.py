@@ -1,0 +1,52 @@
+"""The Litestar application: routes, guards, error mapping and the OpenAPI document."""
+
+from __future__ import annotations
+
+from litestar import Litestar
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from api.cors import player_cors
+from api.errors import EXCEPTION_HANDLERS
+from api.routes.platform import PlayerSessionController, S2SPlatformController
+from application.platform import Platform
+
+ROUTES = [S2SPlatformController, PlayerSessionController]
+
+OPENAPI = OpenAPIConfig(
+    title="Upgrader game platform",
+    version="0.1.0",
+    path="/api/schema",
+    components=Components(
+        security_schemes={
+            "hmac": SecurityScheme(
+                type="apiKey",
+                name="X-Signature",
+                security_scheme_in="header",
+                description=(
+                    "HMAC-SHA256 (lowercase hex) keyed with the key's secret over "
+                    "'timestamp\\nMETHOD\\npath\\nsha256hex(body)'; send X-Key-Id, "
+                    "X-Timestamp (Unix seconds, ±300 s) and X-Signature."
+                ),
+            ),
+            "bearer": SecurityScheme(
+                type="http",
+                scheme="bearer",
+                description="session token from /api/play/session/init",
+            ),
+        }
+    ),
+)
+
+
+def create_app(platform: Platform, extra_routes: list | None = None) -> Litestar:
+    app = Litestar(
+        route_handlers=[*ROUTES, *(extra_routes or [])],
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=OPENAPI,
+        middleware=[player_cors],
+        debug=False,
+        request_max_body_size=1_048_576,
+    )
+    app.state.platform = platform
+    return app

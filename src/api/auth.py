@@ -1,0 +1,70 @@
+"""Guards: the HMAC envelope for /api/s2s/*, bearer sessions for /api/play/*.
+
+The S2S guard verifies over the raw body bytes as received (Litestar caches them, so the
+handler then decodes the same bytes) and leaves the operator id on ``request.state``.
+"""
+
+from __future__ import annotations
+
+import anyio
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
+
+from application.errors import PlatformError
+from application.platform import Platform
+from application.sessions import PlayerSession
+from domain.signing import (
+    HEADER_KEY_ID,
+    HEADER_SIGNATURE,
+    HEADER_TIMESTAMP,
+    AuthFailure,
+    verify_inbound,
+)
+
+_MESSAGES = {
+    AuthFailure.MISSING_HEADERS: "X-Key-Id, X-Timestamp and X-Signature are required",
+    AuthFailure.INVALID_SIGNATURE: "signature does not verify",
+    AuthFailure.TIMESTAMP_SKEW: "X-Timestamp is more than 300 seconds from server time",
+}
+
+
+def platform_of(connection: ASGIConnection) -> Platform:
+    return connection.app.state.platform
+
+
+async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    platform = platform_of(connection)
+    request: Request = Request(connection.scope, connection.receive)
+    body = await request.body()
+    headers = connection.headers
+    outcome = verify_inbound(
+        platform.directory.keyring,
+        headers.get(HEADER_KEY_ID),
+        headers.get(HEADER_TIMESTAMP),
+        headers.get(HEADER_SIGNATURE),
+        connection.scope["method"],
+        connection.scope["path"],
+        body,
+        int(platform.clock.now()),
+    )
+    if isinstance(outcome, AuthFailure):
+        raise PlatformError(outcome.value, 401, _MESSAGES[outcome])
+    connection.state.operator_id = outcome.operator_id
+    connection.state.key_id = outcome.key_id
+
+
+def bearer_token(connection: ASGIConnection) -> str | None:
+    header = connection.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    platform = platform_of(connection)
+    token = bearer_token(connection)
+    session: PlayerSession = await anyio.to_thread.run_sync(platform.sessions.authenticate, token)
+    connection.state.session = session
+    connection.state.operator_id = session.operator_id

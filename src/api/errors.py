@@ -1,0 +1,119 @@
+"""The one place that turns exceptions into the interface's error body (interface 2.8).
+
+Every answer that is not a success is ``{"error": {"code", "message"}}`` (plus the
+documented extras, e.g. a voided round). Nothing reaches the client as a stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+from litestar import MediaType, Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+    ValidationException,
+)
+from litestar.openapi import ResponseSpec
+
+from application.errors import PlatformError
+from application.sql import StoreUnavailable
+
+log = logging.getLogger("upgrader.api")
+
+
+class ErrorDetail(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    """The error body of every refusal; some codes add fields (see interface 2.8)."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES = {
+    status: ResponseSpec(data_container=ErrorBody, description=description)
+    for status, description in {
+        401: "signature or session refused (MISSING_HEADERS, INVALID_SIGNATURE, "
+        "TIMESTAMP_SKEW, SESSION_INVALID, LAUNCH_TOKEN_INVALID)",
+        403: "not allowed (GAME_DISABLED, UPGRADER_MODE_DISABLED, PLAYER_BLOCKED, ...)",
+        404: "NOT_FOUND",
+        409: "IDEMPOTENCY_CONFLICT or ACTION_IN_PROGRESS",
+        422: "VALIDATION_ERROR or a documented business refusal",
+        503: "WALLET_UNAVAILABLE or SERVICE_UNAVAILABLE",
+    }.items()
+}
+
+
+def error_response(code: str, status: int, message: str, **extra: Any) -> Response:
+    content = {"error": {"code": code, "message": message}, **extra}
+    return Response(content=content, status_code=status, media_type=MediaType.JSON)
+
+
+def platform_error(_: Request, exc: PlatformError) -> Response:
+    return error_response(exc.code, exc.status, exc.message, **exc.extra)
+
+
+def validation_failed(_: Request, exc: ValidationException) -> Response:
+    problems = exc.extra if isinstance(exc.extra, list) else []
+    parts = []
+    for problem in problems:
+        if isinstance(problem, dict):
+            key = problem.get("key")
+            parts.append(f"{key}: {problem.get('message')}" if key else str(problem.get("message")))
+    return error_response("VALIDATION_ERROR", 422, "; ".join(parts) or "malformed request")
+
+
+def http_error(_: Request, exc: HTTPException) -> Response:
+    if isinstance(exc, NotFoundException):
+        return error_response("NOT_FOUND", 404, "no such route or resource")
+    if isinstance(exc, MethodNotAllowedException):
+        return error_response("METHOD_NOT_ALLOWED", 405, "method not allowed on this route")
+    if exc.status_code == 413:
+        return error_response("PAYLOAD_TOO_LARGE", 413, "request body too large")
+    if exc.status_code == 400:
+        return error_response("VALIDATION_ERROR", 422, f"malformed request: {exc.detail}")
+    if exc.status_code >= 500:
+        return internal_error(_, exc)
+    return error_response("REQUEST_REFUSED", exc.status_code, str(exc.detail))
+
+
+def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
+    log.warning("store unavailable: %s", type(exc.__cause__).__name__)
+    return error_response("SERVICE_UNAVAILABLE", 503, "the platform's store is unavailable")
+
+
+def internal_error(request: Request, exc: Exception) -> Response:
+    log.error(
+        "unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
+    )
+    return error_response("INTERNAL_ERROR", 500, "internal error")
+
+
+def store_operational(request: Request, exc: Exception) -> Response:
+    """eventsourcing's OperationalError/InterfaceError: the database went away."""
+    return store_unavailable(request, StoreUnavailable(type(exc).__name__))
+
+
+EXCEPTION_HANDLERS: dict[Any, Any] = {
+    PlatformError: platform_error,
+    ValidationException: validation_failed,
+    HTTPException: http_error,
+    StoreUnavailable: store_unavailable,
+    Exception: internal_error,
+}
+
+
+def _register_eventsourcing() -> None:
+    from eventsourcing.persistence import InterfaceError, OperationalError
+
+    EXCEPTION_HANDLERS[OperationalError] = store_operational
+    EXCEPTION_HANDLERS[InterfaceError] = store_operational
+
+
+_register_eventsourcing()

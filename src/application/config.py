@@ -1,0 +1,183 @@
+"""The configuration file contract (shared/spec/config.md), decoded strictly.
+
+TOML is decoded into frozen msgspec structs that forbid unknown fields; anything wrong
+raises ``ConfigError`` with one line naming the key. Secrets are masked in every repr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import msgspec
+from msgspec import Struct
+
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"
+ENV_OVERRIDES = ("UPGRADER_DATABASE_URL", "UPGRADER_HOST", "UPGRADER_PORT")
+
+
+class ConfigError(Exception):
+    """A configuration problem, as one line that names the key."""
+
+
+class _Strict(Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    pass
+
+
+class ServiceConfig(_Strict):
+    base_url: str = "http://127.0.0.1:8000"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    database_url: str = "sqlite:///var/upgrader.db"
+    session_idle_seconds: int = 1800
+    launch_token_ttl_seconds: int = 120
+    uncertain_debit_grace_seconds: int = 60
+    wallet_timeout_seconds: float = 10
+
+
+class KeyConfig(_Strict):
+    key_id: str
+    secret: str
+    catalog_access: bool = False
+    revoked: bool = False
+
+    def __repr__(self) -> str:
+        return f"KeyConfig(key_id={self.key_id!r}, secret='***', revoked={self.revoked})"
+
+
+class CurrencyConfig(_Strict):
+    code: str
+    rate: str
+    exponent: int
+
+
+class UpgraderConfig(_Strict):
+    house_edge_bps: int = 500
+    chance_presets_bps: list[int] = msgspec.field(
+        default_factory=lambda: [1000, 2500, 5000, 7500, 9000]
+    )
+    default_chance_bps: int = 5000
+    max_chance_bps: int = 9500
+    min_wager_minor: int = 10
+    max_wager_minor: int = 10_000_000
+    balance_mode: bool = True
+    items_mode: bool = True
+    prize_list_limit: int = 24
+    no_loss: bool = False
+    nuggets_cost_percent: int = 0
+
+
+class OperatorConfig(_Strict):
+    id: str
+    base_currency: str
+    outbound_secret: str
+    wallet_url: str | None = None
+    webhook_url: str | None = None
+    enabled_games: list[str] = msgspec.field(default_factory=list)
+    credits_share_bps: int = 10000
+    keys: list[KeyConfig] = msgspec.field(default_factory=list)
+    currencies: list[CurrencyConfig] = msgspec.field(default_factory=list)
+    upgrader: UpgraderConfig = msgspec.field(default_factory=UpgraderConfig)
+
+    def __repr__(self) -> str:
+        return f"OperatorConfig(id={self.id!r}, outbound_secret='***', keys={self.keys!r})"
+
+
+class BoxEntryConfig(_Strict):
+    item_id: int
+    weight: int
+
+
+class CatalogItemConfig(_Strict):
+    item_id: int
+    name: dict[str, str]
+    value_minor: int
+    image_url: str | None = None
+    active: bool = True
+    fulfillable: bool = True
+    cashback_bps: int | None = None
+    collectible: bool = False
+
+
+class BoxConfig(_Strict):
+    box_id: int
+    box_version_id: int
+    name: dict[str, str]
+    price_minor: int
+    items: list[BoxEntryConfig] = msgspec.field(default_factory=list)
+
+
+class CatalogConfig(_Strict):
+    items: list[CatalogItemConfig] = msgspec.field(default_factory=list)
+    boxes: list[BoxConfig] = msgspec.field(default_factory=list)
+
+
+class Config(_Strict):
+    service: ServiceConfig = msgspec.field(default_factory=ServiceConfig)
+    operators: list[OperatorConfig] = msgspec.field(default_factory=list)
+    catalog: CatalogConfig = msgspec.field(default_factory=CatalogConfig)
+
+    def operator(self, operator_id: str) -> OperatorConfig | None:
+        return next((o for o in self.operators if o.id == operator_id), None)
+
+
+def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
+    """Read, decode, override from the environment and validate; ConfigError on any fault."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(raw, source=str(path), env=os.environ if env is None else env)
+
+
+def parse_config(raw: dict, source: str = "config", env: dict | None = None) -> Config:
+    _apply_env_overrides(raw, env or {})
+    try:
+        config = msgspec.convert(raw, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {_humanise(str(exc))}") from None
+    problem = _first_problem(config)
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}")
+    return config
+
+
+def _apply_env_overrides(raw: dict, env: dict) -> None:
+    service = raw.setdefault("service", {})
+    if not isinstance(service, dict):
+        return
+    if env.get("UPGRADER_DATABASE_URL"):
+        service["database_url"] = env["UPGRADER_DATABASE_URL"]
+    if env.get("UPGRADER_HOST"):
+        service["host"] = env["UPGRADER_HOST"]
+    if env.get("UPGRADER_PORT"):
+        value = env["UPGRADER_PORT"]
+        if not value.isdigit():
+            raise ConfigError(f"UPGRADER_PORT: expected an integer port, got {value!r}")
+        service["port"] = int(value)
+
+
+def _humanise(message: str) -> str:
+    """msgspec says '... - at `$.operators[0].keys[1]`'; lead with the key instead."""
+    match = re.search(r"^(.*) - at `\$\.?(.*)`$", message)
+    if not match:
+        return message
+    what, where = match.groups()
+    field = re.search(r"field `([^`]+)`", what)
+    if field and "missing required" in what:
+        where = f"{where}.{field.group(1)}" if where else field.group(1)
+    if field and "unknown field" in what:
+        where = f"{where}.{field.group(1)}" if where else field.group(1)
+        what = "unknown key"
+    return f"{where}: {what[0].lower()}{what[1:]}"
+
+
+def _first_problem(config: Config) -> str | None:
+    from application.config_rules import first_problem
+
+    return first_problem(config)

@@ -1,0 +1,94 @@
+"""The loaded configuration as domain objects, built once at start-up (never per request)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from application.config import CatalogItemConfig, Config, OperatorConfig
+from application.errors import PlatformError
+from domain.money import Currency, parse_rate
+from domain.signing import SigningKey
+from domain.upgrader_rules import CatalogItem, UpgraderSettings
+
+
+@dataclass(frozen=True)
+class Operator:
+    id: str
+    config: OperatorConfig = field(repr=False)
+    base: Currency
+    currencies: dict[str, Currency]
+    settings: UpgraderSettings
+
+    def currency(self, code: str | None) -> Currency:
+        """The requested currency (default: base); UNSUPPORTED_CURRENCY when not configured."""
+        if code is None:
+            return self.base
+        currency = self.currencies.get(code)
+        if currency is None:
+            raise PlatformError(
+                "UNSUPPORTED_CURRENCY",
+                422,
+                f"currency {code!r} is not configured for this operator",
+            )
+        return currency
+
+    def game_enabled(self, game_key: str) -> bool:
+        return game_key in self.config.enabled_games
+
+
+def catalog_item(item: CatalogItemConfig) -> CatalogItem:
+    return CatalogItem(
+        item_id=item.item_id,
+        names=tuple(sorted(item.name.items())),
+        value_minor=item.value_minor,
+        image_url=item.image_url,
+        active=item.active,
+        fulfillable=item.fulfillable,
+        cashback_bps=item.cashback_bps,
+        collectible=item.collectible,
+    )
+
+
+def _operator(config: OperatorConfig) -> Operator:
+    currencies = {
+        c.code: Currency(code=c.code, rate=parse_rate(c.rate), exponent=c.exponent)
+        for c in config.currencies
+    }
+    u = config.upgrader
+    settings = UpgraderSettings(
+        house_edge_bps=u.house_edge_bps,
+        chance_presets_bps=tuple(u.chance_presets_bps),
+        default_chance_bps=u.default_chance_bps,
+        max_chance_bps=u.max_chance_bps,
+        min_wager_minor=u.min_wager_minor,
+        max_wager_minor=u.max_wager_minor,
+        balance_mode=u.balance_mode,
+        items_mode=u.items_mode,
+        prize_list_limit=u.prize_list_limit,
+        no_loss=u.no_loss,
+        nuggets_cost_percent=u.nuggets_cost_percent,
+    )
+    return Operator(config.id, config, currencies[config.base_currency], currencies, settings)
+
+
+@dataclass(frozen=True)
+class Directory:
+    operators: dict[str, Operator]
+    keyring: dict[str, SigningKey] = field(repr=False)
+    catalog_access: dict[str, bool]
+    catalog: dict[int, CatalogItem]
+
+    @classmethod
+    def from_config(cls, config: Config) -> Directory:
+        keyring = {}
+        access = {}
+        for operator in config.operators:
+            for key in operator.keys:
+                keyring[key.key_id] = SigningKey(key.key_id, operator.id, key.secret, key.revoked)
+                access[key.key_id] = key.catalog_access
+        return cls(
+            operators={o.id: _operator(o) for o in config.operators},
+            keyring=keyring,
+            catalog_access=access,
+            catalog={i.item_id: catalog_item(i) for i in config.catalog.items},
+        )

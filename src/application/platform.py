@@ -1,0 +1,67 @@
+"""The composition root of the application layer: store, tables, configuration, services."""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from eventsourcing.application import Application
+
+from application.clock import Clock, SystemClock
+from application.config import Config
+from application.config_sync import record_config
+from application.database_url import DatabaseLocation, ensure_schema, parse_database_url
+from application.directory import Directory
+from application.sessions import SCHEMA as SESSION_SCHEMA
+from application.sessions import Sessions
+from application.sql import SqlDatabase, open_database
+
+log = logging.getLogger("upgrader")
+
+
+class EventStore(Application[UUID]):
+    """The one event log of the platform (rounds, items, seeds, configuration history)."""
+
+    name = "upgrader"
+
+
+def ensure_tables(db: SqlDatabase, statements: list[str]) -> None:
+    with db.transaction() as cur:
+        for statement in statements:
+            cur.execute(statement)
+
+
+class Platform:
+    """Everything a request handler or worker needs, built once per process."""
+
+    def __init__(self, config: Config, clock: Clock | None = None, pool_size: int = 8) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.location: DatabaseLocation = parse_database_url(config.service.database_url)
+        ensure_schema(self.location)
+        self.events = EventStore(env=self.location.eventsourcing_env())
+        self.db = open_database(self.location, pool_size=pool_size)
+        ensure_tables(self.db, SESSION_SCHEMA)
+        self.directory = Directory.from_config(config)
+        self.sessions = Sessions(
+            self.db,
+            self.clock,
+            idle_seconds=config.service.session_idle_seconds,
+            launch_ttl=config.service.launch_token_ttl_seconds,
+        )
+
+    def record_configuration(self) -> int:
+        """Append the configuration's differences from the recorded state; returns the count."""
+        appended = record_config(self.events, self.config)
+        log.info("configuration recorded: %d new events", appended)
+        return appended
+
+    def ping(self) -> None:
+        """Raise StoreUnavailable when the database does not answer."""
+        with self.db.transaction() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchone()
+
+    def close(self) -> None:
+        self.db.close()
+        self.events.close()

@@ -1,0 +1,44 @@
+"""Shared fixtures: one store per test, SQLite always and PostgreSQL when configured."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+POSTGRES_URL = os.environ.get("UPGRADER_TEST_POSTGRES_URL", "")
+SKIP_POSTGRES = (
+    "PostgreSQL tests skipped: set UPGRADER_TEST_POSTGRES_URL "
+    "(e.g. postgresql://postgres@127.0.0.1:5432/test) to run them"
+)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if POSTGRES_URL:
+        return f"PostgreSQL tests: on ({POSTGRES_URL.split('@')[-1]})"
+    return SKIP_POSTGRES
+
+
+def fresh_postgres_url() -> Iterator[str]:
+    if not POSTGRES_URL:
+        pytest.skip(SKIP_POSTGRES)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{POSTGRES_URL}?schema={schema}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/store.db"
+    else:
+        yield from fresh_postgres_url()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    yield from fresh_postgres_url()
