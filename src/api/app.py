@@ -9,9 +9,16 @@ from litestar.openapi.spec import Components, SecurityScheme
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.routes.platform import PlayerSessionController, S2SPlatformController
+from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
+from api.runtime import Runtime
 from application.platform import Platform
 
-ROUTES = [S2SPlatformController, PlayerSessionController]
+ROUTES = [
+    S2SPlatformController,
+    PlayerSessionController,
+    S2SUpgraderController,
+    PlayerUpgraderController,
+]
 
 OPENAPI = OpenAPIConfig(
     title="Upgrader game platform",
@@ -39,8 +46,14 @@ OPENAPI = OpenAPIConfig(
 )
 
 
-def create_app(platform: Platform, extra_routes: list | None = None) -> Litestar:
+def create_app(
+    platform: Platform, *, workers: bool = True, extra_routes: list | None = None
+) -> Litestar:
+    """The app over ``platform``; ``workers`` runs projections and the reconciler in-process."""
+    runtime = Runtime(platform, workers=workers)
     app = Litestar(
+        on_startup=[runtime.start],
+        on_shutdown=[runtime.stop],
         route_handlers=[*ROUTES, *(extra_routes or [])],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OPENAPI,
@@ -49,4 +62,5 @@ def create_app(platform: Platform, extra_routes: list | None = None) -> Litestar
         request_max_body_size=1_048_576,
     )
     app.state.platform = platform
+    app.state.runtime = runtime
     return app

@@ -124,3 +124,19 @@ def _catalog_changes(app: Application, config: Config) -> list[CatalogItemRecord
         if record.pending_events:
             changed.append(record)
     return changed
+
+
+def recorded_versions(app: Application, config: Config) -> tuple[dict[str, int], dict[int, int]]:
+    """The aggregate versions of each operator profile and catalogue item, as recorded.
+
+    A round records these so an auditor can tell which settings and prices it saw.
+    """
+    operators = {}
+    for operator in config.operators:
+        profile = _get(app, OperatorProfile.create_id(operator.id))
+        operators[operator.id] = profile.version if profile is not None else 0
+    items = {}
+    for item in config.catalog.items:
+        record = _get(app, CatalogItemRecord.create_id(item.item_id))
+        items[item.item_id] = record.version if record is not None else 0
+    return operators, items

@@ -9,7 +9,7 @@ from eventsourcing.application import Application
 
 from application.clock import Clock, SystemClock
 from application.config import Config
-from application.config_sync import record_config
+from application.config_sync import record_config, recorded_versions
 from application.database_url import DatabaseLocation, ensure_schema, parse_database_url
 from application.directory import Directory
 from application.sessions import SCHEMA as SESSION_SCHEMA
@@ -43,6 +43,8 @@ class Platform:
         self.db = open_database(self.location, pool_size=pool_size)
         ensure_tables(self.db, SESSION_SCHEMA)
         self.directory = Directory.from_config(config)
+        self.config_versions: dict[str, int] = {}
+        self.catalog_versions: dict[int, int] = {}
         self.sessions = Sessions(
             self.db,
             self.clock,
@@ -53,6 +55,7 @@ class Platform:
     def record_configuration(self) -> int:
         """Append the configuration's differences from the recorded state; returns the count."""
         appended = record_config(self.events, self.config)
+        self.config_versions, self.catalog_versions = recorded_versions(self.events, self.config)
         log.info("configuration recorded: %d new events", appended)
         return appended
 

@@ -10,7 +10,8 @@ import pytest
 from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
-from tests.support.config import make_config
+from ops.reference_operator.wallet import ThreadedWalletServer
+from tests.support.config import OUTBOUND, make_config
 from tests.support.live import Api, LiveServer
 
 
@@ -20,8 +21,24 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def platform(database_url: str, clock: ManualClock) -> Iterator[Platform]:
-    platform = Platform(make_config(database_url), clock=clock)
+def wallet() -> Iterator[ThreadedWalletServer]:
+    """The reference operator's wallet and webhook receiver, real, on loopback."""
+    server = ThreadedWalletServer(dict(OUTBOUND)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def platform(
+    database_url: str, clock: ManualClock, wallet: ThreadedWalletServer
+) -> Iterator[Platform]:
+    config = make_config(
+        database_url,
+        wallet_url=wallet.url,
+        wallet_timeout_seconds=1,
+        uncertain_debit_grace_seconds=30,
+    )
+    platform = Platform(config, clock=clock)
     platform.record_configuration()
     yield platform
     platform.close()

@@ -48,6 +48,15 @@ BASE: dict[str, Any] = {
             "currencies": [{"code": "EUR", "rate": "1", "exponent": 2}],
         },
         {
+            "id": "op-items-only",
+            "base_currency": "EUR",
+            "outbound_secret": "outbound-i-secret",
+            "enabled_games": ["upgrader"],
+            "keys": [{"key_id": "key-i", "secret": "secret-i-1"}],
+            "currencies": [{"code": "EUR", "rate": "1", "exponent": 2}],
+            "upgrader": {"balance_mode": False, "items_mode": True},
+        },
+        {
             "id": "op-off",
             "base_currency": "EUR",
             "outbound_secret": "outbound-off-secret",
@@ -113,7 +122,26 @@ def raw_config(database_url: str) -> dict[str, Any]:
     return raw
 
 
-def make_config(database_url: str, raw: dict[str, Any] | None = None) -> Config:
+def make_config(
+    database_url: str,
+    raw: dict[str, Any] | None = None,
+    wallet_url: str | None = None,
+    **service: Any,
+) -> Config:
+    """A test config; ``wallet_url`` (and webhooks beside it) for every operator."""
     raw = copy.deepcopy(raw) if raw is not None else raw_config(database_url)
     raw["service"]["database_url"] = database_url
+    raw["service"].update(service)
+    if wallet_url is not None:
+        for operator in raw["operators"]:
+            operator["wallet_url"] = wallet_url
+            operator["webhook_url"] = wallet_url.rsplit("/", 1)[0] + "/webhooks"
     return parse_config(raw, source="test-config", env={})
+
+KEYS["key-i"] = "secret-i-1"
+OUTBOUND = {
+    "op-a": "outbound-a-secret",
+    "op-b": "outbound-b-secret",
+    "op-items-only": "outbound-i-secret",
+    "op-off": "outbound-off-secret",
+}

@@ -1,0 +1,208 @@
+"""The Upgrader (balance mode), round history and fairness, on both APIs.
+
+S2S routes name the player in the body or query; player routes take it from the session.
+Each pair shares one function below, so the two APIs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery, JSONBody, Parameter
+
+from api.auth import player_guard, s2s_guard
+from api.errors import ERROR_RESPONSES
+from api.runtime import Runtime
+from api.schemas import UpgraderConfigWire
+from api.schemas_upgrader import (
+    FairnessAnswer,
+    PlayAnswer,
+    PlayBody,
+    PrizesAnswer,
+    PrizeWire,
+    RotateAnswer,
+    RotateBody,
+    RoundsPage,
+    RoundWire,
+    S2SPlayBody,
+    S2SRotateBody,
+    TargetBand,
+)
+from application.errors import not_found, validation_error
+from application.play_balance import PlayBalance
+from application.upgrader import operator_for_mode, quote
+from projections.rounds import get_round, list_rounds
+
+PlayerQuery = Annotated[str, Parameter(query="playerExternalId", min_length=1, max_length=128)]
+Limit = Annotated[int, Parameter(ge=1, le=100)]
+
+
+def _runtime(state: State) -> Runtime:
+    return state.runtime
+
+
+def _who(request: Request) -> tuple[str, str]:
+    session = request.state.session
+    return session.operator_id, session.player_external_id
+
+
+def prizes(
+    runtime: Runtime,
+    operator_id: str,
+    wager_minor: int,
+    chance_bps: int,
+    currency: str | None,
+    locale: str | None,
+) -> PrizesAnswer:
+    directory = runtime.platform.directory
+    operator = operator_for_mode(directory, operator_id, "balance")
+    quoted = quote(operator, currency, wager_minor, chance_bps, for_play=False)
+    return PrizesAnswer(
+        wager_minor=wager_minor,
+        chance_bps=chance_bps,
+        fee_bps=operator.settings.house_edge_bps,
+        currency=quoted.currency.code,
+        target_band=TargetBand(
+            lower_minor=quoted.band.lower_minor, upper_minor=quoted.band.upper_minor
+        ),
+        prizes=[
+            PrizeWire(
+                item_id=p.item_id,
+                name=p.name,
+                value_minor=p.value_minor,
+                currency=p.currency,
+                image_url=p.image_url,
+            )
+            for p in quoted.prizes(directory.catalog, locale)
+        ],
+        config=UpgraderConfigWire.of(quoted.config),
+    )
+
+
+async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) -> Any:
+    return await runtime.balance.play(
+        PlayBalance(
+            operator_id=operator_id,
+            player_external_id=player,
+            client_action_id=body.client_action_id,
+            wager_minor=body.wager_minor,
+            chance_bps=body.chance_bps,
+            target_item_id=body.target_item_id,
+            currency=body.currency,
+            locale=body.locale,
+        )
+    )
+
+
+def rounds_page(
+    runtime: Runtime, operator_id: str, player: str, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    if cursor is not None and not cursor.isdigit():
+        raise validation_error("cursor: not a cursor this API issued")
+    runtime.read_model("round_history")
+    rounds, next_cursor = list_rounds(
+        runtime.platform.db, operator_id, player, limit, int(cursor) if cursor else None
+    )
+    return {"rounds": rounds, "nextCursor": None if next_cursor is None else str(next_cursor)}
+
+
+class S2SUpgraderController(Controller):
+    path = "/api/s2s"
+    guards = [s2s_guard]
+    security = [{"hmac": []}]
+    tags = ["s2s"]
+
+    @get("/upgrader/prizes", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def prizes(
+        self,
+        request: Request,
+        state: State,
+        player: PlayerQuery,
+        wager_minor: Annotated[int, Parameter(query="wagerMinor")],
+        chance_bps: Annotated[int, Parameter(query="chanceBps")],
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> PrizesAnswer:
+        return prizes(
+            _runtime(state), request.state.operator_id, wager_minor, chance_bps, currency, locale
+        )
+
+    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES)
+    async def play(self, request: Request, state: State, data: JSONBody[S2SPlayBody]) -> PlayAnswer:
+        return await play(_runtime(state), request.state.operator_id, data.player_external_id, data)
+
+    @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def rounds(
+        self,
+        request: Request,
+        state: State,
+        player: PlayerQuery,
+        limit: Limit = 20,
+        cursor: FromQuery[str | None] = None,
+    ) -> RoundsPage:
+        return rounds_page(_runtime(state), request.state.operator_id, player, limit, cursor)
+
+    @get("/rounds/{public_id:str}", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
+        runtime = _runtime(state)
+        runtime.read_model("round_history")
+        found = get_round(runtime.platform.db, request.state.operator_id, public_id)
+        if found is None:
+            raise not_found("round")
+        return found
+
+    @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def fairness(self, request: Request, state: State, player: PlayerQuery) -> FairnessAnswer:
+        return _runtime(state).fairness.read(request.state.operator_id, player)
+
+    @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
+    def rotate(self, request: Request, state: State, data: JSONBody[S2SRotateBody]) -> RotateAnswer:
+        return _runtime(state).fairness.rotate(
+            request.state.operator_id, data.player_external_id, data.client_seed
+        )
+
+
+class PlayerUpgraderController(Controller):
+    path = "/api/play"
+    guards = [player_guard]
+    security = [{"bearer": []}]
+    tags = ["player"]
+
+    @get("/upgrader/prizes", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def prizes(
+        self,
+        request: Request,
+        state: State,
+        wager_minor: Annotated[int, Parameter(query="wagerMinor")],
+        chance_bps: Annotated[int, Parameter(query="chanceBps")],
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> PrizesAnswer:
+        operator_id, _ = _who(request)
+        return prizes(_runtime(state), operator_id, wager_minor, chance_bps, currency, locale)
+
+    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES)
+    async def play(self, request: Request, state: State, data: JSONBody[PlayBody]) -> PlayAnswer:
+        operator_id, player = _who(request)
+        return await play(_runtime(state), operator_id, player, data)
+
+    @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def rounds(
+        self,
+        request: Request,
+        state: State,
+        limit: Limit = 20,
+        cursor: FromQuery[str | None] = None,
+    ) -> RoundsPage:
+        operator_id, player = _who(request)
+        return rounds_page(_runtime(state), operator_id, player, limit, cursor)
+
+    @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def fairness(self, request: Request, state: State) -> FairnessAnswer:
+        return _runtime(state).fairness.read(*_who(request))
+
+    @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
+    def rotate(self, request: Request, state: State, data: JSONBody[RotateBody]) -> RotateAnswer:
+        return _runtime(state).fairness.rotate(*_who(request), data.client_seed)

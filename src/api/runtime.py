@@ -1,0 +1,72 @@
+"""What one process runs: the services behind the routes and the background workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import anyio
+
+from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
+from application.fairness_service import FairnessService
+from application.platform import Platform, ensure_tables
+from application.play_balance import BalancePlays
+from application.wallet import WalletClient
+from projections.reconciler import WalletReconciler
+from projections.rounds import RoundHistory
+from projections.runner import ProjectionRunner
+from projections.wallet_ops import WalletDebitAttempts
+
+log = logging.getLogger("upgrader.runtime")
+
+
+class Runtime:
+    def __init__(
+        self, platform: Platform, *, workers: bool = True, projection_interval: float = 0.2
+    ) -> None:
+        self.platform = platform
+        self.workers = workers
+        self.projection_interval = projection_interval
+        ensure_tables(platform.db, FAIRNESS_SCHEMA)
+        service = platform.config.service
+        self.wallet = WalletClient(platform.clock, service.wallet_timeout_seconds)
+        self.runner = ProjectionRunner(
+            platform.events, platform.db, [RoundHistory(), WalletDebitAttempts()]
+        )
+        self.fairness = FairnessService(platform)
+        self.reconciler = WalletReconciler(platform, self.wallet, self.runner)
+        self.balance = BalancePlays(platform, self.wallet, self.fairness, self.reconciler.wake)
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        self._stopping = asyncio.Event()
+        if self.workers:
+            self._tasks = [
+                asyncio.create_task(self._project_forever(), name="projections"),
+                asyncio.create_task(self.reconciler.run_forever(self._stopping), name="reconciler"),
+            ]
+
+    async def _project_forever(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                applied = await anyio.to_thread.run_sync(self.runner.run_pass)
+            except Exception:
+                log.exception("projection pass failed")
+                applied = 0
+            if not applied:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self.projection_interval)
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(task, timeout=15)
+        self._tasks = []
+        await self.wallet.close()
+
+    def read_model(self, name: str) -> None:
+        """Bring one read model up to the current head before a read (read your writes)."""
+        self.runner.catch_up(name)

@@ -1,0 +1,135 @@
+"""Seed pairs: start, read, rotate (decisions §3).
+
+Unrevealed server seeds live in the ``seed_vault`` table, not in the event log; the
+log carries their hash until ``SeedRotated`` reveals them. A vault row is written before
+the event that commits to its hash, so a committed hash always has its seed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.clock import iso_utc
+from application.errors import PlatformError, validation_error
+from application.platform import Platform
+from domain.fairness import is_valid_client_seed, seed_hash
+from domain.ids import fairness_id
+from domain.player_fairness import PlayerFairness
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS seed_vault (
+        server_seed_hash TEXT PRIMARY KEY,
+        server_seed TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL)""",
+]
+
+
+def new_client_seed() -> str:
+    return secrets.token_hex(8)
+
+
+class FairnessService:
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+
+    def _new_server_seed_hash(self) -> str:
+        server_seed = secrets.token_hex(32)
+        digest = seed_hash(server_seed)
+        with self.platform.db.transaction() as cur:
+            cur.execute(
+                "INSERT INTO seed_vault (server_seed_hash, server_seed, created_at) "
+                "VALUES (?, ?, ?)",
+                (digest, server_seed, self.platform.clock.now()),
+            )
+        return digest
+
+    def server_seed(self, server_seed_hash: str) -> str:
+        with self.platform.db.transaction() as cur:
+            cur.execute(
+                "SELECT server_seed FROM seed_vault WHERE server_seed_hash = ?", (server_seed_hash,)
+            )
+            row = cur.fetchone()
+        if row is None:
+            raise PlatformError("SERVICE_UNAVAILABLE", 503, "seed vault entry is missing")
+        return row[0]
+
+    def load_or_begin(self, operator_id: str, player: str) -> PlayerFairness:
+        """The player's fairness aggregate; a new, unsaved one when there is none yet."""
+        try:
+            return self.platform.events.repository.get(fairness_id(operator_id, player))
+        except AggregateNotFoundError:
+            return PlayerFairness(
+                operator_id=operator_id,
+                player_external_id=player,
+                server_seed_hash=self._new_server_seed_hash(),
+                client_seed=new_client_seed(),
+                at=self.platform.clock.now(),
+            )
+
+    def _saved(self, operator_id: str, player: str) -> PlayerFairness:
+        for _ in range(5):
+            fairness = self.load_or_begin(operator_id, player)
+            if not fairness.pending_events:
+                return fairness
+            try:
+                self.platform.events.save(fairness)
+                return fairness
+            except IntegrityError:
+                continue
+        raise PlatformError("SERVICE_UNAVAILABLE", 503, "fairness state is contended; retry")
+
+    def read(self, operator_id: str, player: str) -> dict[str, Any]:
+        fairness = self._saved(operator_id, player)
+        return {
+            "active": active_wire(fairness),
+            "revealed": [revealed_wire(entry) for entry in reversed(fairness.revealed)],
+        }
+
+    def rotate(self, operator_id: str, player: str, client_seed: str | None) -> dict[str, Any]:
+        if client_seed is not None and not is_valid_client_seed(client_seed):
+            raise validation_error("clientSeed: must be 1 to 64 printable ASCII characters")
+        for _ in range(5):
+            fairness = self._saved(operator_id, player)
+            revealed = fairness.rotate(
+                server_seed=self.server_seed(fairness.server_seed_hash),
+                next_server_seed_hash=self._new_server_seed_hash(),
+                next_client_seed=client_seed or new_client_seed(),
+                at=self.platform.clock.now(),
+            )
+            try:
+                self.platform.events.save(fairness)
+            except IntegrityError:
+                continue
+            return {
+                "previous": {
+                    "serverSeed": revealed["server_seed"],
+                    "serverSeedHash": revealed["server_seed_hash"],
+                    "clientSeed": revealed["client_seed"],
+                    "lastNonce": revealed["last_nonce"],
+                },
+                "active": active_wire(fairness),
+            }
+        raise PlatformError("SERVICE_UNAVAILABLE", 503, "fairness state is contended; retry")
+
+
+def active_wire(fairness: PlayerFairness) -> dict[str, Any]:
+    return {
+        "serverSeedHash": fairness.server_seed_hash,
+        "clientSeed": fairness.client_seed,
+        "nonce": fairness.nonce,
+    }
+
+
+def revealed_wire(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "serverSeed": entry["server_seed"],
+        "serverSeedHash": entry["server_seed_hash"],
+        "clientSeed": entry["client_seed"],
+        "firstNonce": entry["first_nonce"],
+        "lastNonce": entry["last_nonce"],
+        "revealedAt": iso_utc(entry["revealed_at"]),
+    }

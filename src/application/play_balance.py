@@ -1,0 +1,291 @@
+"""PlayUpgrader, balance mode: the debit saga (decisions §4, §7).
+
+1. The action's round id is derived from (operator, player, clientActionId). A known
+   action answers from its record (or 409 when the body differs) before any other check.
+2. All checks pass, then ``Opened`` + ``DebitAttempted`` are saved in one commit: the
+   intent is durable before the wallet hears of it.
+3. The wallet answers:
+   accepted  -> ``WagerDebited`` + ``RoundSettled`` + nonce + item grant, one commit;
+   refused   -> ``RoundVoided`` with the wallet's code;
+   uncertain -> ``DebitUncertain``: 503 now, and the reconciler rolls the attempt back.
+A later retry of an action whose last attempt was uncertain makes the next attempt, with
+the next idempotency key ``{publicId}:{attempt}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import anyio
+import msgspec
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.action_locks import ActionLocks
+from application.errors import PlatformError
+from application.fairness_service import FairnessService
+from application.platform import Platform
+from application.round_view import play_answer, refused_debit_error, wallet_unavailable
+from application.settlement import settle_round
+from application.upgrader import check_target, operator_for_mode, quote
+from application.wallet import Accepted, Refused, WalletClient
+from domain.ids import round_id, round_public_id
+from domain.round import Round
+
+
+@dataclass(frozen=True)
+class PlayBalance:
+    operator_id: str
+    player_external_id: str
+    client_action_id: str
+    wager_minor: int
+    chance_bps: int
+    target_item_id: int
+    currency: str | None = None
+    locale: str | None = None
+
+
+def fingerprint(*parts: Any) -> str:
+    return hashlib.sha256(msgspec.json.encode(parts)).hexdigest()[:32]
+
+
+def idempotency_conflict() -> PlatformError:
+    return PlatformError(
+        "IDEMPOTENCY_CONFLICT", 409, "this clientActionId was used with a different body"
+    )
+
+
+def action_in_progress() -> PlatformError:
+    return PlatformError(
+        "ACTION_IN_PROGRESS", 409, "this clientActionId is being played; retry shortly"
+    )
+
+
+class BalancePlays:
+    def __init__(
+        self,
+        platform: Platform,
+        wallet: WalletClient,
+        fairness: FairnessService,
+        wake_reconciler: Any = None,
+    ) -> None:
+        self.platform = platform
+        self.wallet = wallet
+        self.fairness = fairness
+        self.locks = ActionLocks()
+        self.wake_reconciler = wake_reconciler or (lambda: None)
+
+    # -- entry point ----------------------------------------------------------------------
+
+    async def play(self, command: PlayBalance) -> dict[str, Any]:
+        rid = round_id(command.operator_id, command.player_external_id, command.client_action_id)
+        operator = self.platform.directory.operators[command.operator_id]
+        body_print = fingerprint(
+            "balance",
+            command.wager_minor,
+            command.chance_bps,
+            command.target_item_id,
+            command.currency or operator.base.code,
+        )
+        async with self.locks.hold(rid):
+            existing = await anyio.to_thread.run_sync(self._load, rid)
+            if existing is not None:
+                return await self._resume(existing, body_print)
+            opening = self._opening(command, rid, body_print)
+            try:
+                attempt = await anyio.to_thread.run_sync(self._open, opening)
+            except IntegrityError:
+                return await self._await_other(rid, body_print)
+            return await self._debit(rid, attempt)
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _load(self, rid: UUID) -> Round | None:
+        try:
+            return self.platform.events.repository.get(rid)
+        except AggregateNotFoundError:
+            return None
+
+    def _opening(self, command: PlayBalance, rid: UUID, body_print: str) -> dict[str, Any]:
+        directory = self.platform.directory
+        operator = operator_for_mode(directory, command.operator_id, "balance")
+        quoted = quote(
+            operator, command.currency, command.wager_minor, command.chance_bps, for_play=True
+        )
+        item, prize = check_target(
+            quoted, directory.catalog, command.target_item_id, command.locale
+        )
+        settings = operator.settings
+        currency_config = next(
+            c for c in operator.config.currencies if c.code == quoted.currency.code
+        )
+        return {
+            "operator_id": operator.id,
+            "player_external_id": command.player_external_id,
+            "client_action_id": command.client_action_id,
+            "public_id": round_public_id(rid),
+            "mode": "balance",
+            "fingerprint": body_print,
+            "wager_minor": command.wager_minor,
+            "currency": quoted.currency.code,
+            "currency_exponent": quoted.currency.exponent,
+            "base_currency": operator.base.code,
+            "base_exponent": operator.base.exponent,
+            "fx_rate": currency_config.rate,
+            "chance_bps": command.chance_bps,
+            "fee_bps": settings.house_edge_bps,
+            "no_loss": settings.no_loss,
+            "nuggets_cost_percent": settings.nuggets_cost,
+            "band": {
+                "lower_minor": quoted.band.lower_minor,
+                "upper_minor": quoted.band.upper_minor,
+            },
+            "target": {
+                "item_id": prize.item_id,
+                "name": prize.name,
+                "value_minor": prize.value_minor,
+                "currency": prize.currency,
+                "image_url": prize.image_url,
+            },
+            "target_value_base_minor": item.value_minor,
+            "target_cashback_bps": item.cashback_bps,
+            "target_collectible": item.collectible,
+            "credits_share_bps": operator.config.credits_share_bps,
+            "config_version": self.platform.config_versions.get(operator.id),
+            "catalog_version": self.platform.catalog_versions.get(item.item_id),
+            "opened_at": self.platform.clock.now(),
+        }
+
+    def _open(self, opening: dict[str, Any]) -> int:
+        round_ = Round(opening)
+        attempt = self._attempt(round_)
+        self.platform.events.save(round_)
+        return attempt
+
+    def _attempt(self, round_: Round) -> int:
+        opening = round_.opening
+        key = f"{opening['public_id']}:{round_.last_attempt + 1}"
+        return round_.attempt_debit(
+            key, opening["wager_minor"], opening["currency"], self.platform.clock.now()
+        )
+
+    async def _resume(self, round_: Round, body_print: str) -> dict[str, Any]:
+        if round_.opening["fingerprint"] != body_print:
+            raise idempotency_conflict()
+        if round_.status == "settled":
+            return play_answer(round_.opening, round_.settlement)
+        if round_.status == "voided":
+            raise refused_debit_error(
+                round_.opening["public_id"],
+                round_.voiding["error_code"],
+                round_.voiding["balance_after_minor"],
+            )
+        in_flight = round_.in_flight_attempt
+        if in_flight is not None:
+            started = round_.attempts[in_flight]["at"]
+            grace = self.platform.config.service.uncertain_debit_grace_seconds
+            if self.platform.clock.now() - started < grace:
+                return await self._await_other(round_.id, body_print)
+            await anyio.to_thread.run_sync(
+                self._mark_uncertain,
+                round_.id,
+                in_flight,
+                "no answer recorded within the grace period",
+            )
+        attempt = await anyio.to_thread.run_sync(self._next_attempt, round_.id)
+        return await self._debit(round_.id, attempt)
+
+    def _next_attempt(self, rid: UUID) -> int:
+        round_ = self.platform.events.repository.get(rid)
+        if round_.status != "open" or round_.in_flight_attempt is not None:
+            raise action_in_progress()
+        attempt = self._attempt(round_)
+        try:
+            self.platform.events.save(round_)
+        except IntegrityError:
+            raise action_in_progress() from None
+        return attempt
+
+    async def _await_other(self, rid: UUID, body_print: str) -> dict[str, Any]:
+        """Another process holds this action: wait (up to the wallet timeout) for its answer."""
+        deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
+        while anyio.current_time() < deadline:
+            round_ = await anyio.to_thread.run_sync(self._load, rid)
+            if round_ is not None and round_.opening["fingerprint"] != body_print:
+                raise idempotency_conflict()
+            if round_ is not None and round_.status != "open":
+                return await self._resume(round_, body_print)
+            if round_ is not None and round_.in_flight_attempt is None:
+                return await self._resume(round_, body_print)
+            await asyncio.sleep(0.05)
+        raise action_in_progress()
+
+    async def _debit(self, rid: UUID, attempt: int) -> dict[str, Any]:
+        round_ = await anyio.to_thread.run_sync(self.platform.events.repository.get, rid)
+        opening = round_.opening
+        operator = self.platform.directory.operators[opening["operator_id"]]
+        key = round_.attempts[attempt]["key"]
+        outcome = await self.wallet.call(
+            operator.config.wallet_url,
+            operator.config.outbound_secret,
+            operator.id,
+            "wallet.debit",
+            {
+                "playerExternalId": opening["player_external_id"],
+                "amountMinor": opening["wager_minor"],
+                "currency": opening["currency"],
+                "idempotencyKey": key,
+                "roundId": opening["public_id"],
+                "reason": "upgrader.wager",
+            },
+        )
+        if isinstance(outcome, Accepted):
+            return await anyio.to_thread.run_sync(self._settle, rid, attempt, key, outcome)
+        if isinstance(outcome, Refused):
+            await anyio.to_thread.run_sync(self._void, rid, attempt, outcome)
+            raise refused_debit_error(
+                opening["public_id"], outcome.error_code, outcome.balance_after_minor
+            )
+        await anyio.to_thread.run_sync(self._mark_uncertain, rid, attempt, outcome.reason)
+        self.wake_reconciler()
+        raise wallet_unavailable()
+
+    def _settle(self, rid: UUID, attempt: int, key: str, outcome: Accepted) -> dict[str, Any]:
+        debit = {
+            "attempt": attempt,
+            "idempotency_key": key,
+            "balance_after_minor": outcome.balance_after_minor,
+            "provider_txn_ref": outcome.provider_txn_ref,
+            "at": self.platform.clock.now(),
+        }
+        return settle_round(self.platform, self.fairness, rid, attempt, debit)
+
+    def _void(self, rid: UUID, attempt: int, outcome: Refused) -> None:
+        for _ in range(5):
+            round_ = self.platform.events.repository.get(rid)
+            if round_.attempt_state(attempt) != "in_flight":
+                return
+            round_.void(
+                attempt, outcome.error_code, outcome.balance_after_minor, self.platform.clock.now()
+            )
+            try:
+                self.platform.events.save(round_)
+                return
+            except IntegrityError:
+                continue
+
+    def _mark_uncertain(self, rid: UUID, attempt: int, reason: str) -> None:
+        for _ in range(5):
+            round_ = self.platform.events.repository.get(rid)
+            if round_.attempt_state(attempt) != "in_flight":
+                return
+            round_.mark_uncertain(attempt, reason, self.platform.clock.now())
+            try:
+                self.platform.events.save(round_)
+                return
+            except IntegrityError:
+                continue

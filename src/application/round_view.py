@@ -1,0 +1,132 @@
+"""Rounds on the wire (interface 2.1, 2.3, 2.5), rendered only from recorded event data.
+
+The play answer, its idempotent replay, the round history projection and the webhook all
+render from the same two recorded dicts (the round's opening and its settlement), so a
+retry returns the original answer byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from application.clock import iso_utc
+from application.errors import PlatformError
+from domain.fairness import ALGORITHM_KEY
+
+ZERO_UNCREDITED = {"priceFallMinor": 0, "priceRiseMinor": 0, "creditsShareMinor": 0}
+
+
+def uncredited_wire(parts: dict[str, int] | None) -> dict[str, int]:
+    if not parts:
+        return dict(ZERO_UNCREDITED)
+    return {
+        "priceFallMinor": parts["price_fall_minor"],
+        "priceRiseMinor": parts["price_rise_minor"],
+        "creditsShareMinor": parts["credits_share_minor"],
+    }
+
+
+def prize_wire(target: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "itemId": target["item_id"],
+        "name": target["name"],
+        "valueMinor": target["value_minor"],
+        "currency": target["currency"],
+        "imageUrl": target["image_url"],
+    }
+
+
+def round_wire(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "publicId": opening["public_id"],
+        "status": "settled",
+        "mode": opening["mode"],
+        "betMinor": opening["wager_minor"],
+        "payoutMinor": settlement["payout_minor"],
+        "currency": opening["currency"],
+        "chanceBps": opening["chance_bps"],
+        "feeBps": opening["fee_bps"],
+        "rolledBps": settlement["rolled_bps"],
+        "isWin": settlement["is_win"],
+        "target": prize_wire(opening["target"]),
+        "fairness": {
+            "serverSeedHash": settlement["server_seed_hash"],
+            "clientSeed": settlement["client_seed"],
+            "nonce": settlement["nonce"],
+            "algorithmKey": settlement.get("algorithm_key", ALGORITHM_KEY),
+        },
+        "nuggetsAwardedMinor": settlement["nuggets_minor"],
+        "settledAt": iso_utc(settlement["settled_at"]),
+    }
+
+
+def voided_round_wire(public_id: str) -> dict[str, str]:
+    return {"publicId": public_id, "status": "voided"}
+
+
+def won_item_wire(won: dict[str, Any] | None) -> dict[str, Any] | None:
+    if won is None:
+        return None
+    return {
+        "inventoryItemId": won["inventory_item_id"],
+        "itemId": won["item_id"],
+        "name": won["name"],
+        "cashbackMinor": won["cashback_minor"],
+        "cashbackUncredited": uncredited_wire(won["cashback_uncredited"]),
+        "currency": won["currency"],
+        "state": "unresolved",
+    }
+
+
+def facts_wire(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "currency": opening["currency"],
+        "reels": [],
+        "deal": {
+            "stakeCountedMinor": settlement["stake_counted_minor"],
+            "stakeUncredited": uncredited_wire(settlement.get("stake_uncredited")),
+            "nuggetsAwardedMinor": settlement["nuggets_minor"],
+        },
+    }
+
+
+def play_answer(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "round": round_wire(opening, settlement),
+        "wonItem": won_item_wire(settlement["won_item"]),
+    }
+    if opening["mode"] == "items":
+        answer["stake"] = opening["stake"]
+    answer["balanceAfterMinor"] = settlement["balance_after_minor"]
+    answer["facts"] = facts_wire(opening, settlement)
+    return answer
+
+
+REFUSAL_STATUS = {"INSUFFICIENT_FUNDS": 422, "PLAYER_BLOCKED": 403}
+
+
+def refused_debit_error(
+    public_id: str, wallet_code: str, balance_after_minor: int | None
+) -> PlatformError:
+    """The refused debit's error (decisions §4), with the voided round."""
+    if wallet_code in REFUSAL_STATUS:
+        code, status = wallet_code, REFUSAL_STATUS[wallet_code]
+        message = "the wallet refused the debit"
+    else:
+        code, status = "WALLET_REFUSED", 422
+        message = f"the wallet refused the debit with {wallet_code[:64]!r}"
+    return PlatformError(
+        code,
+        status,
+        message,
+        round=voided_round_wire(public_id),
+        balanceAfterMinor=balance_after_minor,
+    )
+
+
+def wallet_unavailable() -> PlatformError:
+    return PlatformError(
+        "WALLET_UNAVAILABLE",
+        503,
+        "the wallet did not confirm the debit; nothing is kept, retry the action",
+    )

@@ -1,0 +1,151 @@
+"""Settling a round: the nonce, the roll, the payout and the item grant in one commit."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
+
+from application.errors import PlatformError
+from application.fairness_service import FairnessService
+from application.platform import Platform
+from application.round_view import play_answer, wallet_unavailable
+from domain.fairness import ALGORITHM_KEY, is_win, roll
+from domain.ids import inventory_item_number
+from domain.inventory import InventoryItem
+from domain.money import Currency, parse_rate
+from domain.round import Round
+from domain.stake_counting import count_item, displayed
+
+SETTLE_ATTEMPTS = 10
+
+
+def round_currencies(opening: dict[str, Any]) -> tuple[Currency, Currency]:
+    """The base currency and the round's currency at the rate the round pinned."""
+    base = Currency(
+        code=opening["base_currency"], rate=Fraction(1), exponent=opening["base_exponent"]
+    )
+    currency = Currency(
+        code=opening["currency"],
+        rate=parse_rate(opening["fx_rate"]),
+        exponent=opening["currency_exponent"],
+    )
+    return base, currency
+
+
+def cashback_estimate(opening: dict[str, Any]) -> tuple[int | None, dict[str, int] | None]:
+    """What the won target could cash back now, at the round's pinned rate (decisions §5)."""
+    if opening["target_cashback_bps"] is None:
+        return None, None
+    grant = opening["target_value_base_minor"]
+    counted = count_item(
+        grant,
+        grant,
+        opening["target_collectible"],
+        opening["target_cashback_bps"],
+        opening["credits_share_bps"],
+    )
+    base, currency = round_currencies(opening)
+    minor, parts = displayed(counted, base, currency)
+    return minor, {
+        "price_fall_minor": parts.price_fall_minor,
+        "price_rise_minor": parts.price_rise_minor,
+        "credits_share_minor": parts.credits_share_minor,
+    }
+
+
+def _grant(opening: dict[str, Any], round_uuid: UUID, at: float) -> tuple[InventoryItem, dict]:
+    number = inventory_item_number(round_uuid)
+    cashback_minor, cashback_parts = cashback_estimate(opening)
+    target = opening["target"]
+    item = InventoryItem(
+        {
+            "inventory_item_id": number,
+            "operator_id": opening["operator_id"],
+            "player_external_id": opening["player_external_id"],
+            "item_id": target["item_id"],
+            "name": target["name"],
+            "grant_value_base_minor": opening["target_value_base_minor"],
+            "value_minor": target["value_minor"],
+            "currency": opening["currency"],
+            "currency_exponent": opening["currency_exponent"],
+            "base_currency": opening["base_currency"],
+            "base_exponent": opening["base_exponent"],
+            "fx_rate": opening["fx_rate"],
+            "cashback_bps": opening["target_cashback_bps"],
+            "collectible": opening["target_collectible"],
+            "round_public_id": opening["public_id"],
+            "granted_at": at,
+        }
+    )
+    won = {
+        "inventory_item_id": number,
+        "item_id": target["item_id"],
+        "name": target["name"],
+        "cashback_minor": cashback_minor,
+        "cashback_uncredited": cashback_parts,
+        "currency": opening["currency"],
+    }
+    return item, won
+
+
+def settle_round(
+    platform: Platform,
+    fairness: FairnessService,
+    rid: UUID,
+    attempt: int | None,
+    debit: dict[str, Any] | None,
+    extra: Any = None,
+) -> dict[str, Any]:
+    """Roll and record; retried when another round of the player took the nonce first.
+
+    ``extra`` (items mode) is a callable returning more aggregates to save in the same
+    commit, e.g. the consumed stake. Balance mode passes the accepted ``debit``.
+    """
+    for _ in range(SETTLE_ATTEMPTS):
+        round_: Round = platform.events.repository.get(rid)
+        if round_.status == "settled":
+            return play_answer(round_.opening, round_.settlement)
+        if attempt is not None and round_.attempt_state(attempt) != "in_flight":
+            raise wallet_unavailable()
+        opening = round_.opening
+        pair = fairness.load_or_begin(opening["operator_id"], opening["player_external_id"])
+        nonce = pair.use_nonce(opening["public_id"])
+        rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
+        won_round = is_win(rolled, opening["chance_bps"])
+        now = platform.clock.now()
+        aggregates: list[Any] = [round_, pair]
+        won_item = None
+        if won_round:
+            item, won_item = _grant(opening, rid, now)
+            aggregates.append(item)
+        lost_with_nuggets = opening["no_loss"] and not won_round
+        settlement = {
+            "server_seed_hash": pair.server_seed_hash,
+            "client_seed": pair.client_seed,
+            "nonce": nonce,
+            "algorithm_key": ALGORITHM_KEY,
+            "rolled_bps": rolled,
+            "is_win": won_round,
+            "payout_minor": opening["target"]["value_minor"] if won_round else 0,
+            "nuggets_minor": opening["wager_minor"] if lost_with_nuggets else 0,
+            "stake_counted_minor": opening.get("stake_counted_minor", opening["wager_minor"]),
+            "stake_uncredited": opening.get("stake_uncredited"),
+            "won_item": won_item,
+            "balance_after_minor": debit["balance_after_minor"] if debit else None,
+            "settled_at": now,
+        }
+        if debit is not None:
+            round_.settle(debit, settlement)
+        else:
+            round_.settle_without_debit(settlement)
+        if extra is not None:
+            aggregates.extend(extra(round_))
+        try:
+            platform.events.save(*aggregates)
+        except IntegrityError:
+            continue
+        return play_answer(opening, settlement)
+    raise PlatformError("SERVICE_UNAVAILABLE", 503, "the round could not be recorded; retry")

@@ -1,0 +1,167 @@
+"""The Upgrader round: opened (intent recorded) before the wallet is called, then settled,
+voided, or left with an uncertain debit that is rolled back.
+
+Public methods check the state machine; the decorated private ones only assign state.
+Event class names and this module's name are a stored format: do not rename them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.ids import round_id
+
+
+class RoundStateError(Exception):
+    """A move the round's state does not allow (a programming or concurrency fault)."""
+
+
+class Round(Aggregate):
+    """States: open (an attempt in flight or uncertain) -> settled | voided."""
+
+    @staticmethod
+    def create_id(opening: dict[str, Any]) -> UUID:
+        return round_id(
+            opening["operator_id"], opening["player_external_id"], opening["client_action_id"]
+        )
+
+    @event("Opened")
+    def __init__(self, opening: dict[str, Any]) -> None:
+        self.opening = opening
+        self.status = "open"
+        self.attempts: dict[int, dict[str, Any]] = {}
+        self.settlement: dict[str, Any] | None = None
+        self.voiding: dict[str, Any] | None = None
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def last_attempt(self) -> int:
+        return max(self.attempts, default=0)
+
+    def attempt_state(self, attempt: int) -> str | None:
+        entry = self.attempts.get(attempt)
+        return None if entry is None else entry["state"]
+
+    @property
+    def in_flight_attempt(self) -> int | None:
+        last = self.last_attempt
+        return last if last and self.attempt_state(last) == "in_flight" else None
+
+    def uncertain_attempts(self) -> list[int]:
+        return [a for a, entry in self.attempts.items() if entry["state"] == "uncertain"]
+
+    # -- moves ----------------------------------------------------------------------------
+
+    def attempt_debit(
+        self, idempotency_key: str, amount_minor: int, currency: str, at: float
+    ) -> int:
+        if self.status != "open" or self.in_flight_attempt is not None:
+            raise RoundStateError("a debit can only be attempted on an open, idle round")
+        attempt = self.last_attempt + 1
+        self._debit_attempted(
+            attempt=attempt,
+            idempotency_key=idempotency_key,
+            amount_minor=amount_minor,
+            currency=currency,
+            at=at,
+        )
+        return attempt
+
+    @event("DebitAttempted")
+    def _debit_attempted(
+        self, attempt: int, idempotency_key: str, amount_minor: int, currency: str, at: float
+    ) -> None:
+        self.attempts[attempt] = {"state": "in_flight", "key": idempotency_key, "at": at}
+
+    def mark_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        if self.attempt_state(attempt) != "in_flight":
+            raise RoundStateError(f"attempt {attempt} is not in flight")
+        self._debit_uncertain(attempt=attempt, reason=reason, at=at)
+
+    @event("DebitUncertain")
+    def _debit_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
+
+    def record_rollback(self, attempt: int, at: float) -> None:
+        if self.attempt_state(attempt) != "uncertain":
+            raise RoundStateError(f"attempt {attempt} has no uncertain debit to roll back")
+        self._wager_rolled_back(attempt=attempt, at=at)
+
+    @event("WagerRolledBack")
+    def _wager_rolled_back(self, attempt: int, at: float) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "rolled_back"}
+
+    def escalate_rollback(self, attempt: int, at: float) -> None:
+        if self.attempt_state(attempt) != "uncertain":
+            raise RoundStateError(f"attempt {attempt} has no uncertain debit")
+        self._rollback_escalated(attempt=attempt, at=at)
+
+    @event("RollbackEscalated")
+    def _rollback_escalated(self, attempt: int, at: float) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "escalated": True}
+
+    def settle(self, debit: dict[str, Any], settlement: dict[str, Any]) -> None:
+        """Record the accepted debit and the roll's outcome (one save with the grant)."""
+        attempt = debit["attempt"]
+        if self.status != "open" or self.attempt_state(attempt) != "in_flight":
+            raise RoundStateError("only the in-flight attempt of an open round can settle")
+        self._wager_debited(**debit)
+        self._round_settled(settlement=settlement)
+
+    def settle_without_debit(self, settlement: dict[str, Any]) -> None:
+        """Items mode: the stake is consumed, no wallet call."""
+        if self.status != "open" or self.attempts:
+            raise RoundStateError("only a fresh items-mode round settles without a debit")
+        self._round_settled(settlement=settlement)
+
+    @event("WagerDebited")
+    def _wager_debited(
+        self,
+        attempt: int,
+        idempotency_key: str,
+        balance_after_minor: int | None,
+        provider_txn_ref: str | None,
+        at: float,
+    ) -> None:
+        self.attempts[attempt] = {
+            **self.attempts[attempt],
+            "state": "debited",
+            "balance_after_minor": balance_after_minor,
+        }
+
+    @event("RoundSettled")
+    def _round_settled(self, settlement: dict[str, Any]) -> None:
+        self.status = "settled"
+        self.settlement = settlement
+
+    def void(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        if self.status != "open" or self.attempt_state(attempt) != "in_flight":
+            raise RoundStateError("only the in-flight attempt of an open round can be refused")
+        self._round_voided(
+            attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
+        )
+
+    @event("RoundVoided")
+    def _round_voided(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "refused"}
+        self.status = "voided"
+        self.voiding = {
+            "error_code": error_code,
+            "balance_after_minor": balance_after_minor,
+            "at": at,
+        }
+
+    @property
+    def balance_after_minor(self) -> int | None:
+        for entry in self.attempts.values():
+            if entry["state"] == "debited":
+                return entry.get("balance_after_minor")
+        return None

@@ -1,0 +1,101 @@
+"""Round history read model: one row per round, its wire view rendered at settle time.
+
+Serves ``GET /api/s2s/rounds``, ``GET /api/s2s/rounds/{publicId}`` and
+``GET /api/play/rounds``. ``position`` is the notification id of the settling (or
+voiding) event, so newest-first is settle order, and it doubles as the page cursor.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from application.round_view import round_wire, voided_round_wire
+from domain.round import Round
+
+OPENED = get_topic(Round.Opened)
+SETTLED = get_topic(Round.RoundSettled)
+VOIDED = get_topic(Round.RoundVoided)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=False)
+
+
+class RoundHistory:
+    name = "round_history"
+    topics = frozenset({OPENED, SETTLED, VOIDED})
+    schema = [
+        """CREATE TABLE IF NOT EXISTS round_history (
+            round_id TEXT PRIMARY KEY,
+            public_id TEXT NOT NULL UNIQUE,
+            operator_id TEXT NOT NULL,
+            player_external_id TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            status TEXT NOT NULL,
+            position BIGINT NOT NULL,
+            opening TEXT NOT NULL,
+            view TEXT)""",
+        """CREATE INDEX IF NOT EXISTS round_history_player
+            ON round_history (operator_id, player_external_id, status, position)""",
+    ]
+
+    def process(self, cur: Any, event: Any, position: int) -> None:
+        round_id = event.originator_id.hex
+        if isinstance(event, Round.Opened):
+            opening = event.opening
+            cur.execute(
+                "INSERT INTO round_history (round_id, public_id, operator_id, "
+                "player_external_id, mode, status, position, opening) "
+                "VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (round_id) DO NOTHING",
+                (
+                    round_id,
+                    opening["public_id"],
+                    opening["operator_id"],
+                    opening["player_external_id"],
+                    opening["mode"],
+                    position,
+                    _json(opening),
+                ),
+            )
+            return
+        cur.execute("SELECT opening FROM round_history WHERE round_id = ?", (round_id,))
+        opening = json.loads(cur.fetchone()[0])
+        if isinstance(event, Round.RoundSettled):
+            status, view = "settled", round_wire(opening, event.settlement)
+        else:
+            status, view = "voided", voided_round_wire(opening["public_id"])
+        cur.execute(
+            "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?",
+            (status, position, _json(view), round_id),
+        )
+
+
+def list_rounds(
+    db: Any, operator_id: str, player: str, limit: int, cursor: int | None
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Newest first; ``cursor`` is the position to continue below."""
+    with db.transaction() as cur:
+        cur.execute(
+            "SELECT position, view FROM round_history WHERE operator_id = ? "
+            "AND player_external_id = ? AND status IN ('settled', 'voided') AND position < ? "
+            "ORDER BY position DESC LIMIT ?",
+            (operator_id, player, cursor if cursor is not None else 2**62, limit + 1),
+        )
+        rows = cur.fetchall()
+    page = rows[:limit]
+    next_cursor = page[-1][0] if len(rows) > limit else None
+    return [json.loads(view) for _, view in page], next_cursor
+
+
+def get_round(db: Any, operator_id: str, public_id: str) -> dict[str, Any] | None:
+    with db.transaction() as cur:
+        cur.execute(
+            "SELECT view FROM round_history WHERE operator_id = ? AND public_id = ? "
+            "AND status IN ('settled', 'voided')",
+            (operator_id, public_id),
+        )
+        row = cur.fetchone()
+    return None if row is None else json.loads(row[0])

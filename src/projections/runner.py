@@ -1,0 +1,95 @@
+"""Projection runner: reads the event log from each projection's tracking position and
+applies a batch of events and the new position in ONE transaction (exactly once).
+
+Works on both stores by polling ``select_notifications`` (eventsourcing's SQLite
+recorder cannot subscribe). Several runners may race (several processes): the tracking
+row is advanced with a compare-and-set, and the loser's transaction is rolled back.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from eventsourcing.application import Application
+
+from application.sql import SqlDatabase
+
+TRACKING_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS projection_tracking (
+        name TEXT PRIMARY KEY, position BIGINT NOT NULL)""",
+]
+
+
+class Projection(Protocol):
+    name: str
+    schema: list[str]
+    topics: frozenset[str]
+
+    def process(self, cur: Any, event: Any, position: int) -> None: ...
+
+
+class ProjectionRunner:
+    def __init__(
+        self,
+        events: Application,
+        db: SqlDatabase,
+        projections: list[Projection],
+        batch_size: int = 500,
+    ) -> None:
+        self.events = events
+        self.db = db
+        self.projections = {p.name: p for p in projections}
+        self.batch_size = batch_size
+        self._locks = {p.name: threading.Lock() for p in projections}
+        with db.transaction() as cur:
+            for statement in TRACKING_SCHEMA:
+                cur.execute(statement)
+            for projection in projections:
+                for statement in projection.schema:
+                    cur.execute(statement)
+                cur.execute(
+                    "INSERT INTO projection_tracking (name, position) VALUES (?, 0) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (projection.name,),
+                )
+
+    def position(self, name: str) -> int:
+        with self.db.transaction() as cur:
+            cur.execute("SELECT position FROM projection_tracking WHERE name = ?", (name,))
+            return cur.fetchone()[0]
+
+    def head(self) -> int:
+        return self.events.recorder.max_notification_id() or 0
+
+    def step(self, name: str) -> int:
+        """Apply one batch; returns how many notifications were consumed (0: up to date)."""
+        projection = self.projections[name]
+        with self._locks[name]:
+            start = self.position(name)
+            notifications = self.events.recorder.select_notifications(start + 1, self.batch_size)
+            if not notifications:
+                return 0
+            end = notifications[-1].id
+            with self.db.transaction() as cur:
+                cur.execute(
+                    "UPDATE projection_tracking SET position = ? WHERE name = ? AND position = ?",
+                    (end, name, start),
+                )
+                if cur.rowcount != 1:
+                    return 0  # another runner applied this batch first
+                for notification in notifications:
+                    if notification.topic in projection.topics:
+                        event = self.events.mapper.to_domain_event(notification)
+                        projection.process(cur, event, notification.id)
+            return len(notifications)
+
+    def catch_up(self, name: str | None = None, until: int | None = None) -> None:
+        """Apply everything recorded up to ``until`` (default: the head now)."""
+        target = self.head() if until is None else until
+        for projection_name in [name] if name else list(self.projections):
+            while self.position(projection_name) < target:
+                self.step(projection_name)
+
+    def run_pass(self) -> int:
+        return sum(self.step(name) for name in self.projections)

@@ -1,0 +1,80 @@
+"""Wallet debit attempts read model: the durable queue of debits to roll back.
+
+Built from the rounds' events, so it survives restarts and rebuilds by construction:
+``in_flight`` (intent recorded, no answer yet), ``debited``, ``refused``, ``uncertain``
+(owed a rollback), ``rolled_back``. The reconciler's own retry bookkeeping lives in
+``wallet_retries`` (operational state, not derived from events).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from domain.round import Round
+
+EVENTS = {
+    get_topic(Round.DebitAttempted): "in_flight",
+    get_topic(Round.WagerDebited): "debited",
+    get_topic(Round.RoundVoided): "refused",
+    get_topic(Round.DebitUncertain): "uncertain",
+    get_topic(Round.WagerRolledBack): "rolled_back",
+    get_topic(Round.RollbackEscalated): None,
+}
+
+
+class WalletDebitAttempts:
+    name = "wallet_debit_attempts"
+    topics = frozenset(EVENTS)
+    schema = [
+        """CREATE TABLE IF NOT EXISTS wallet_debit_attempts (
+            debit_key TEXT PRIMARY KEY,
+            round_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            amount_minor BIGINT NOT NULL,
+            currency TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempted_at DOUBLE PRECISION NOT NULL,
+            uncertain_at DOUBLE PRECISION,
+            settled_at DOUBLE PRECISION,
+            escalated INTEGER NOT NULL DEFAULT 0)""",
+        """CREATE INDEX IF NOT EXISTS wallet_debit_attempts_state
+            ON wallet_debit_attempts (state, attempted_at)""",
+        """CREATE TABLE IF NOT EXISTS wallet_retries (
+            debit_key TEXT PRIMARY KEY,
+            tries INTEGER NOT NULL,
+            next_try_at DOUBLE PRECISION NOT NULL,
+            last_error TEXT)""",
+    ]
+
+    def process(self, cur: Any, event: Any, position: int) -> None:
+        round_id = event.originator_id.hex
+        if isinstance(event, Round.DebitAttempted):
+            cur.execute(
+                "INSERT INTO wallet_debit_attempts (debit_key, round_id, attempt, amount_minor, "
+                "currency, state, attempted_at) VALUES (?, ?, ?, ?, ?, 'in_flight', ?) "
+                "ON CONFLICT (debit_key) DO NOTHING",
+                (
+                    event.idempotency_key,
+                    round_id,
+                    event.attempt,
+                    event.amount_minor,
+                    event.currency,
+                    event.at,
+                ),
+            )
+            return
+        if isinstance(event, Round.RollbackEscalated):
+            cur.execute(
+                "UPDATE wallet_debit_attempts SET escalated = 1 WHERE round_id = ? AND attempt = ?",
+                (round_id, event.attempt),
+            )
+            return
+        state = EVENTS[get_topic(type(event))]
+        column = "uncertain_at" if state == "uncertain" else "settled_at"
+        cur.execute(
+            f"UPDATE wallet_debit_attempts SET state = ?, {column} = ? "  # noqa: S608
+            "WHERE round_id = ? AND attempt = ?",
+            (state, event.at, round_id, event.attempt),
+        )
