@@ -119,6 +119,8 @@ class BalancePlays:
         item, prize = check_target(
             quoted, directory.catalog, command.target_item_id, command.locale
         )
+        if not operator.config.wallet_url:
+            raise wallet_unavailable()  # known before any debit: nothing is recorded
         settings = operator.settings
         currency_config = next(
             c for c in operator.config.currencies if c.code == quoted.currency.code

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
-from litestar.params import FromPath, FromQuery, JSONBody, Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.auth import player_guard, s2s_guard
 from api.errors import ERROR_RESPONSES
@@ -35,8 +35,8 @@ from application.play_balance import PlayBalance
 from application.upgrader import operator_for_mode, quote
 from projections.rounds import get_round, list_rounds
 
-PlayerQuery = Annotated[str, Parameter(query="playerExternalId", min_length=1, max_length=128)]
-Limit = Annotated[int, Parameter(ge=1, le=100)]
+PlayerQuery = Annotated[str, QueryParameter(name="playerExternalId", min_length=1, max_length=128)]
+Limit = Annotated[int, QueryParameter(ge=1, le=100)]
 
 
 def _runtime(state: State) -> Runtime:
@@ -120,8 +120,8 @@ class S2SUpgraderController(Controller):
         request: Request,
         state: State,
         player: PlayerQuery,
-        wager_minor: Annotated[int, Parameter(query="wagerMinor")],
-        chance_bps: Annotated[int, Parameter(query="chanceBps")],
+        wager_minor: Annotated[int, QueryParameter(name="wagerMinor")],
+        chance_bps: Annotated[int, QueryParameter(name="chanceBps")],
         currency: FromQuery[str | None] = None,
         locale: FromQuery[str | None] = None,
     ) -> PrizesAnswer:
@@ -175,8 +175,8 @@ class PlayerUpgraderController(Controller):
         self,
         request: Request,
         state: State,
-        wager_minor: Annotated[int, Parameter(query="wagerMinor")],
-        chance_bps: Annotated[int, Parameter(query="chanceBps")],
+        wager_minor: Annotated[int, QueryParameter(name="wagerMinor")],
+        chance_bps: Annotated[int, QueryParameter(name="chanceBps")],
         currency: FromQuery[str | None] = None,
         locale: FromQuery[str | None] = None,
     ) -> PrizesAnswer:
