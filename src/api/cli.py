@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
+from collections.abc import Callable
 
 from application.config import ConfigError, load_config
 
@@ -40,18 +42,37 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    help_text: str,
+    run: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """Add a subcommand that also takes --config (before or after its name)."""
+    parser = commands.add_parser(name, help=help_text, description=help_text)
+    parser.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        help="TOML configuration file (default: ops/demo/config.toml)",
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+# Each module here has ``register(commands)``: one line per module keeps edits apart.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="upgrader", description="Upgrader game platform")
     parser.add_argument(
         "--config", default=None, help="TOML configuration file (default: ops/demo/config.toml)"
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the HTTP API with its workers")
-    serve.add_argument("--config", default=argparse.SUPPRESS)
-    serve.set_defaults(run=_serve)
-    check = commands.add_parser("check-config", help="validate a configuration file and exit")
-    check.add_argument("--config", default=argparse.SUPPRESS)
-    check.set_defaults(run=_check_config)
+    command(commands, "serve", "run the HTTP API with its workers", _serve)
+    command(commands, "check-config", "validate a configuration file and exit", _check_config)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(commands)
     return parser
 
 
