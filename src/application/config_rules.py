@@ -45,8 +45,9 @@ def _service_problems(config: Config) -> Iterator[str]:
     for name in ("session_idle_seconds", "launch_token_ttl_seconds", "wallet_timeout_seconds"):
         if getattr(service, name) <= 0:
             yield f"service.{name}: must be above 0"
-    if service.uncertain_debit_grace_seconds < 0:
-        yield "service.uncertain_debit_grace_seconds: must not be negative"
+    if service.uncertain_debit_grace_seconds <= service.wallet_timeout_seconds:
+        # a shorter grace would roll back debits a live request is still waiting on
+        yield ("service.uncertain_debit_grace_seconds: must be greater than wallet_timeout_seconds")
 
 
 def _operator_problems(where: str, operator: OperatorConfig) -> Iterator[str]:

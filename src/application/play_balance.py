@@ -28,12 +28,13 @@ from eventsourcing.persistence import IntegrityError
 from application.action_locks import ActionLocks
 from application.errors import PlatformError
 from application.fairness_service import FairnessService
+from application.opening import round_opening
 from application.platform import Platform
 from application.round_view import play_answer, refused_debit_error, wallet_unavailable
 from application.settlement import settle_round
 from application.upgrader import check_target, operator_for_mode, quote
 from application.wallet import Accepted, Refused, WalletClient
-from domain.ids import round_id, round_public_id
+from domain.ids import round_id
 from domain.round import Round
 
 
@@ -121,46 +122,17 @@ class BalancePlays:
         )
         if not operator.config.wallet_url:
             raise wallet_unavailable()  # known before any debit: nothing is recorded
-        settings = operator.settings
-        currency_config = next(
-            c for c in operator.config.currencies if c.code == quoted.currency.code
+        return round_opening(
+            self.platform,
+            quoted,
+            item,
+            prize,
+            rid=rid,
+            player=command.player_external_id,
+            client_action_id=command.client_action_id,
+            mode="balance",
+            fingerprint=body_print,
         )
-        return {
-            "operator_id": operator.id,
-            "player_external_id": command.player_external_id,
-            "client_action_id": command.client_action_id,
-            "public_id": round_public_id(rid),
-            "mode": "balance",
-            "fingerprint": body_print,
-            "wager_minor": command.wager_minor,
-            "currency": quoted.currency.code,
-            "currency_exponent": quoted.currency.exponent,
-            "base_currency": operator.base.code,
-            "base_exponent": operator.base.exponent,
-            "fx_rate": currency_config.rate,
-            "chance_bps": command.chance_bps,
-            "fee_bps": settings.house_edge_bps,
-            "no_loss": settings.no_loss,
-            "nuggets_cost_percent": settings.nuggets_cost,
-            "band": {
-                "lower_minor": quoted.band.lower_minor,
-                "upper_minor": quoted.band.upper_minor,
-            },
-            "target": {
-                "item_id": prize.item_id,
-                "name": prize.name,
-                "value_minor": prize.value_minor,
-                "currency": prize.currency,
-                "image_url": prize.image_url,
-            },
-            "target_value_base_minor": item.value_minor,
-            "target_cashback_bps": item.cashback_bps,
-            "target_collectible": item.collectible,
-            "credits_share_bps": operator.config.credits_share_bps,
-            "config_version": self.platform.config_versions.get(operator.id),
-            "catalog_version": self.platform.catalog_versions.get(item.item_id),
-            "opened_at": self.platform.clock.now(),
-        }
 
     def _open(self, opening: dict[str, Any]) -> int:
         round_ = Round(opening)
@@ -248,7 +220,10 @@ class BalancePlays:
         if isinstance(outcome, Accepted):
             return await anyio.to_thread.run_sync(self._settle, rid, attempt, key, outcome)
         if isinstance(outcome, Refused):
-            await anyio.to_thread.run_sync(self._void, rid, attempt, outcome)
+            if not await anyio.to_thread.run_sync(self._void, rid, attempt, outcome):
+                # the attempt was declared uncertain meanwhile: answer what is recorded
+                self.wake_reconciler()
+                raise wallet_unavailable()
             raise refused_debit_error(
                 opening["public_id"], outcome.error_code, outcome.balance_after_minor
             )
@@ -264,21 +239,29 @@ class BalancePlays:
             "provider_txn_ref": outcome.provider_txn_ref,
             "at": self.platform.clock.now(),
         }
-        return settle_round(self.platform, self.fairness, rid, attempt, debit)
+        return settle_round(
+            self.platform,
+            self.fairness,
+            lambda: self.platform.events.repository.get(rid),
+            attempt,
+            debit,
+        )
 
-    def _void(self, rid: UUID, attempt: int, outcome: Refused) -> None:
+    def _void(self, rid: UUID, attempt: int, outcome: Refused) -> bool:
+        """Record the refusal; False when the attempt is no longer in flight."""
         for _ in range(5):
             round_ = self.platform.events.repository.get(rid)
             if round_.attempt_state(attempt) != "in_flight":
-                return
+                return round_.status == "voided"
             round_.void(
                 attempt, outcome.error_code, outcome.balance_after_minor, self.platform.clock.now()
             )
             try:
                 self.platform.events.save(round_)
-                return
+                return True
             except IntegrityError:
                 continue
+        return False
 
     def _mark_uncertain(self, rid: UUID, attempt: int, reason: str) -> None:
         for _ in range(5):

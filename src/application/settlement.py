@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 from uuid import UUID
@@ -94,18 +95,21 @@ def _grant(opening: dict[str, Any], round_uuid: UUID, at: float) -> tuple[Invent
 def settle_round(
     platform: Platform,
     fairness: FairnessService,
-    rid: UUID,
+    load_round: Callable[[], Round],
     attempt: int | None,
     debit: dict[str, Any] | None,
-    extra: Any = None,
+    extra: Callable[[Round], list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Roll and record; retried when another round of the player took the nonce first.
 
-    ``extra`` (items mode) is a callable returning more aggregates to save in the same
-    commit, e.g. the consumed stake. Balance mode passes the accepted ``debit``.
+    ``load_round`` gives the round afresh on every try (balance mode: the recorded one;
+    items mode: a new one, created in this same commit). Balance mode passes the accepted
+    ``debit``; items mode passes ``extra``, which returns the consumed stake's aggregates
+    to save in the same commit.
     """
     for _ in range(SETTLE_ATTEMPTS):
-        round_: Round = platform.events.repository.get(rid)
+        round_ = load_round()
+        rid = round_.id
         if round_.status == "settled":
             return play_answer(round_.opening, round_.settlement)
         if attempt is not None and round_.attempt_state(attempt) != "in_flight":

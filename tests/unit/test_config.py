@@ -118,3 +118,11 @@ def test_a_bad_file_stops_start_up_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         f"upgrader: configuration error: {bad}: operators[0].upgrader.surprise: unknown key"
     ]
+
+
+def test_the_debit_grace_must_exceed_the_wallet_timeout() -> None:
+    message = _bad(lambda raw: raw["service"].__setitem__("uncertain_debit_grace_seconds", 10))
+    assert message == (
+        "cfg.toml: service.uncertain_debit_grace_seconds: must be greater than "
+        "wallet_timeout_seconds"
+    )
