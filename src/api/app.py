@@ -8,6 +8,8 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
+from api.routes.game import GameController
+from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import PlayerSessionController, S2SPlatformController
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
 from api.runtime import Runtime
@@ -18,6 +20,9 @@ ROUTES = [
     PlayerSessionController,
     S2SUpgraderController,
     PlayerUpgraderController,
+    S2SItemsController,
+    PlayerItemsController,
+    GameController,
 ]
 
 OPENAPI = OpenAPIConfig(

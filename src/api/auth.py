@@ -7,11 +7,12 @@ handler then decodes the same bytes) and leaves the operator id on ``request.sta
 from __future__ import annotations
 
 import anyio
+import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from application.errors import PlatformError
+from application.errors import PlatformError, validation_error
 from application.platform import Platform
 from application.sessions import PlayerSession
 from domain.signing import (
@@ -68,3 +69,25 @@ async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     session: PlayerSession = await anyio.to_thread.run_sync(platform.sessions.authenticate, token)
     connection.state.session = session
     connection.state.operator_id = session.operator_id
+
+
+async def strict_body(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
+    """Decode the JSON body strictly (after authentication, before Litestar's lax parse).
+
+    Litestar converts bodies with ``strict=False``, which would take ``"1000"`` or
+    ``1000.0`` for an integer; the interface wants such input refused as
+    VALIDATION_ERROR, so the raw bytes are decoded here against the declared struct.
+    """
+    field = route_handler.parsed_data_field
+    if field is None:
+        return
+    body = await Request(connection.scope, connection.receive).body()
+    try:
+        msgspec.json.decode(body, type=field.annotation)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        where = message.rsplit(" - at `$.", 1)
+        text = f"{where[1].rstrip('`')}: {where[0]}" if len(where) == 2 else message
+        raise validation_error(text) from None
+    except msgspec.DecodeError as exc:
+        raise validation_error(f"malformed request: {exc}") from None

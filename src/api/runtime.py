@@ -8,15 +8,20 @@ import logging
 
 import anyio
 
+from application.cashout import Cashouts
 from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
 from application.fairness_service import FairnessService
 from application.platform import Platform, ensure_tables
 from application.play_balance import BalancePlays
+from application.play_items import ItemsPlays
 from application.wallet import WalletClient
+from projections.dispatcher import WebhookDispatcher
+from projections.inventory import InventoryView
+from projections.outbox import WebhookOutbox
 from projections.reconciler import WalletReconciler
 from projections.rounds import RoundHistory
 from projections.runner import ProjectionRunner
-from projections.wallet_ops import WalletDebitAttempts
+from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts
 
 log = logging.getLogger("upgrader.runtime")
 
@@ -32,11 +37,22 @@ class Runtime:
         service = platform.config.service
         self.wallet = WalletClient(platform.clock, service.wallet_timeout_seconds)
         self.runner = ProjectionRunner(
-            platform.events, platform.db, [RoundHistory(), WalletDebitAttempts()]
+            platform.events,
+            platform.db,
+            [
+                RoundHistory(),
+                WalletDebitAttempts(),
+                WalletCreditAttempts(),
+                InventoryView(),
+                WebhookOutbox(),
+            ],
         )
         self.fairness = FairnessService(platform)
         self.reconciler = WalletReconciler(platform, self.wallet, self.runner)
+        self.webhooks = WebhookDispatcher(platform, self.runner)
         self.balance = BalancePlays(platform, self.wallet, self.fairness, self.reconciler.wake)
+        self.items = ItemsPlays(platform, self.fairness)
+        self.cashouts = Cashouts(platform, self.wallet, self.reconciler.wake)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 
@@ -46,6 +62,7 @@ class Runtime:
             self._tasks = [
                 asyncio.create_task(self._project_forever(), name="projections"),
                 asyncio.create_task(self.reconciler.run_forever(self._stopping), name="reconciler"),
+                asyncio.create_task(self.webhooks.run_forever(self._stopping), name="webhooks"),
             ]
 
     async def _project_forever(self) -> None:
@@ -55,7 +72,9 @@ class Runtime:
             except Exception:
                 log.exception("projection pass failed")
                 applied = 0
-            if not applied:
+            if applied:
+                self.webhooks.wake()  # new outbox rows may exist
+            else:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), self.projection_interval)
 
@@ -66,6 +85,7 @@ class Runtime:
                 await asyncio.wait_for(task, timeout=15)
         self._tasks = []
         await self.wallet.close()
+        await self.webhooks.close()
 
     def read_model(self, name: str) -> None:
         """Bring one read model up to the current head before a read (read your writes)."""

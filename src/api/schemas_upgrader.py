@@ -159,3 +159,99 @@ class PreviousSeed(Wire):
 class RotateAnswer(Wire):
     previous: PreviousSeed
     active: ActiveSeed
+
+
+ItemIds = Annotated[list[Annotated[int, Meta(ge=1, le=2**53)]], Meta(min_length=1, max_length=20)]
+Address = Annotated[
+    dict[Annotated[str, Meta(min_length=1, max_length=40)], Annotated[str, Meta(max_length=200)]],
+    Meta(min_length=1, max_length=20),
+]
+
+
+class PlayItemsBody(Wire):
+    """POST /api/play/upgrader/play-with-items."""
+
+    client_action_id: ClientActionId
+    stake_item_ids: ItemIds
+    chance_bps: Minor
+    target_item_id: Minor
+    currency: CurrencyCode | None = None
+    locale: Locale | None = None
+
+
+class S2SPlayItemsBody(PlayItemsBody, kw_only=True):
+    player_external_id: PlayerId
+
+
+class CashoutBody(Wire):
+    client_action_id: ClientActionId
+    inventory_item_ids: ItemIds
+    currency: CurrencyCode | None = None
+
+
+class S2SCashoutBody(CashoutBody, kw_only=True):
+    player_external_id: PlayerId
+
+
+class S2SShippingBody(Wire):
+    player_external_id: PlayerId
+    client_action_id: ClientActionId
+    inventory_item_ids: ItemIds
+    address: Address
+
+
+class InventoryItemWire(Wire):
+    inventory_item_id: int
+    item_id: int
+    name: str
+    value_minor: int
+    currency: str
+    cashback_minor: int | None
+    cashback_uncredited: UncreditedWire
+    state: str
+    round_public_id: str
+    granted_at: str
+    held: bool | None = None
+
+
+class InventoryAnswer(Wire):
+    items: list[InventoryItemWire]
+
+
+class CashoutAnswer(Wire):
+    credited_minor: int
+    currency: str
+    balance_after_minor: int | None
+    items: list[InventoryItemWire]
+
+
+class ShippingAnswer(Wire):
+    shipment_id: str
+    items: list[InventoryItemWire]
+
+
+class StakeItemWire(Wire):
+    inventory_item_id: int
+    item_id: int
+    name: str
+    value_minor: int
+    currency: str
+    state: str | None = None
+
+
+class StakeWire(Wire):
+    currency: str
+    total_minor: int
+    items: list[StakeItemWire]
+
+
+class PrizesByItemsAnswer(PrizesAnswer, kw_only=True):
+    stake: StakeWire
+
+
+class PlayItemsAnswer(Wire):
+    round: RoundWire
+    won_item: WonItemWire | None
+    stake: StakeWire
+    balance_after_minor: None
+    facts: FactsWire

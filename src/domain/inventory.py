@@ -1,7 +1,12 @@
 """Inventory items: granted by a won round, then resolved exactly once.
 
 States: ``unresolved`` -> ``consumed`` | ``cashed_back`` | ``shipping_requested`` ->
-``shipped``. Event class names and this module's name are a stored format.
+``shipped``. While a cash-back credit is being asked of the wallet the item is
+``unresolved`` but *held* (``held_by`` names the cash-back): it cannot be staked, shipped
+or cashed back again until the credit is acknowledged (-> ``cashed_back``) or refused
+(-> released). Every move checks the state first and is an event, and the store's
+optimistic concurrency makes two concurrent moves of one item fail one of them.
+Event class names and this module's name are a stored format.
 """
 
 from __future__ import annotations
@@ -27,18 +32,87 @@ class InventoryItem(Aggregate):
     def __init__(self, grant: dict[str, Any]) -> None:
         self.grant = grant
         self.state = "unresolved"
+        self.held_by: str | None = None
         self.resolution: dict[str, Any] | None = None
 
     @property
     def owner(self) -> tuple[str, str]:
         return self.grant["operator_id"], self.grant["player_external_id"]
 
+    @property
+    def is_open(self) -> bool:
+        """Unresolved and not held: the only state that can be staked, cashed or shipped."""
+        return self.state == "unresolved" and self.held_by is None
+
+    def _require_open(self) -> None:
+        if not self.is_open:
+            raise ItemStateError(f"item is {self.state}{' (held)' if self.held_by else ''}")
+
     def consume(self, round_public_id: str, at: float) -> None:
-        if self.state != "unresolved":
-            raise ItemStateError(f"item is {self.state}")
+        self._require_open()
         self._consumed(round_public_id=round_public_id, at=at)
 
     @event("ItemConsumed")
     def _consumed(self, round_public_id: str, at: float) -> None:
         self.state = "consumed"
         self.resolution = {"round_public_id": round_public_id, "at": at}
+
+    def hold_for_cashout(self, cashout_public_id: str, at: float) -> None:
+        self._require_open()
+        self._held(cashout_public_id=cashout_public_id, at=at)
+
+    @event("ItemHeldForCashout")
+    def _held(self, cashout_public_id: str, at: float) -> None:
+        self.held_by = cashout_public_id
+
+    def release(self, cashout_public_id: str, at: float) -> None:
+        if self.held_by != cashout_public_id:
+            raise ItemStateError("item is not held by this cash-back")
+        self._released(cashout_public_id=cashout_public_id, at=at)
+
+    @event("ItemReleased")
+    def _released(self, cashout_public_id: str, at: float) -> None:
+        self.held_by = None
+
+    def cash_back(
+        self, cashout_public_id: str, credited_minor: int, currency: str, at: float
+    ) -> None:
+        if self.state != "unresolved" or self.held_by != cashout_public_id:
+            raise ItemStateError("item is not held by this cash-back")
+        self._cashed_back(
+            cashout_public_id=cashout_public_id,
+            credited_minor=credited_minor,
+            currency=currency,
+            at=at,
+        )
+
+    @event("ItemCashedBack")
+    def _cashed_back(
+        self, cashout_public_id: str, credited_minor: int, currency: str, at: float
+    ) -> None:
+        self.state = "cashed_back"
+        self.held_by = None
+        self.resolution = {
+            "cashout_public_id": cashout_public_id,
+            "credited_minor": credited_minor,
+            "currency": currency,
+            "at": at,
+        }
+
+    def request_shipping(self, shipment_public_id: str, at: float) -> None:
+        self._require_open()
+        self._shipping_requested(shipment_public_id=shipment_public_id, at=at)
+
+    @event("ItemShippingRequested")
+    def _shipping_requested(self, shipment_public_id: str, at: float) -> None:
+        self.state = "shipping_requested"
+        self.resolution = {"shipment_public_id": shipment_public_id, "at": at}
+
+    def mark_shipped(self, at: float) -> None:
+        if self.state != "shipping_requested":
+            raise ItemStateError(f"item is {self.state}")
+        self._shipped(at=at)
+
+    @event("ItemShipped")
+    def _shipped(self, at: float) -> None:
+        self.state = "shipped"

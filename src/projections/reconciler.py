@@ -24,8 +24,9 @@ from uuid import UUID
 import anyio
 from eventsourcing.persistence import IntegrityError
 
+from application.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
-from application.wallet import Accepted, WalletClient
+from application.wallet import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
 from projections.runner import ProjectionRunner
 
@@ -77,6 +78,43 @@ class WalletReconciler:
             await anyio.to_thread.run_sync(self.runner.catch_up, "wallet_debit_attempts")
         for row in await anyio.to_thread.run_sync(self._due_rollbacks):
             await self._roll_back(row)
+        await self._retry_credits()
+
+    async def _retry_credits(self) -> None:
+        """Cash-back credits without an answer: re-send the SAME key until acknowledged."""
+        await anyio.to_thread.run_sync(self.runner.catch_up, "wallet_credit_attempts")
+        for cashout_id, attempt, key, tries in await anyio.to_thread.run_sync(self._due_credits):
+            cid = UUID(hex=cashout_id)
+            cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+            if cashout.attempt_state(attempt) not in ("in_flight", "uncertain"):
+                continue
+            outcome = await send_credit(self.platform, self.wallet, cashout, attempt)
+            await anyio.to_thread.run_sync(
+                record_credit_outcome, self.platform, cid, attempt, outcome
+            )
+            if isinstance(outcome, Uncertain):
+                row = {
+                    "debit_key": key,
+                    "tries": tries,
+                    "uncertain_at": None,
+                    "round_id": None,
+                    "attempt": attempt,
+                }
+                await anyio.to_thread.run_sync(self._retry_later, row, outcome.reason)
+
+    def _due_credits(self) -> list[tuple[str, int, str, int]]:
+        now = self.platform.clock.now()
+        grace = self.platform.config.service.uncertain_debit_grace_seconds
+        with self.platform.db.transaction() as cur:
+            cur.execute(
+                "SELECT a.cashout_id, a.attempt, a.credit_key, COALESCE(r.tries, 0) "
+                "FROM wallet_credit_attempts a "
+                "LEFT JOIN wallet_retries r ON r.debit_key = a.credit_key "
+                "WHERE (a.state = 'uncertain' OR (a.state = 'in_flight' AND a.attempted_at <= ?)) "
+                "AND (r.next_try_at IS NULL OR r.next_try_at <= ?) ORDER BY a.attempted_at",
+                (now - grace, now),
+            )
+            return [tuple(row) for row in cur.fetchall()]
 
     def _stale_in_flight(self) -> list[tuple[UUID, int]]:
         limit = (
@@ -174,7 +212,7 @@ class WalletReconciler:
     def _retry_later(self, row: dict[str, Any], reason: str) -> None:
         now = self.platform.clock.now()
         tries = row["tries"] + 1
-        if now - (row["uncertain_at"] or now) >= ESCALATE_AFTER_SECONDS:
+        if row["round_id"] and now - (row["uncertain_at"] or now) >= ESCALATE_AFTER_SECONDS:
             log.error("rollback of %s escalated after 24 h: %s", row["debit_key"], reason)
             self._record(UUID(hex=row["round_id"]), row["attempt"], "escalated")
         with self.platform.db.transaction() as cur:

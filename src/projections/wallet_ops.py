@@ -12,6 +12,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from domain.cashout import Cashout
 from domain.round import Round
 
 EVENTS = {
@@ -77,4 +78,55 @@ class WalletDebitAttempts:
             f"UPDATE wallet_debit_attempts SET state = ?, {column} = ? "  # noqa: S608
             "WHERE round_id = ? AND attempt = ?",
             (state, event.at, round_id, event.attempt),
+        )
+
+
+CREDIT_EVENTS = {
+    get_topic(Cashout.CreditAttempted): "in_flight",
+    get_topic(Cashout.CashoutCredited): "credited",
+    get_topic(Cashout.CreditRefused): "refused",
+    get_topic(Cashout.CreditUncertain): "uncertain",
+}
+
+
+class WalletCreditAttempts:
+    """Cash-back credits: ``uncertain`` ones are re-sent with the SAME key until answered."""
+
+    name = "wallet_credit_attempts"
+    topics = frozenset(CREDIT_EVENTS)
+    schema = [
+        """CREATE TABLE IF NOT EXISTS wallet_credit_attempts (
+            credit_key TEXT PRIMARY KEY,
+            cashout_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            amount_minor BIGINT NOT NULL,
+            currency TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempted_at DOUBLE PRECISION NOT NULL,
+            answered_at DOUBLE PRECISION)""",
+        """CREATE INDEX IF NOT EXISTS wallet_credit_attempts_state
+            ON wallet_credit_attempts (state, attempted_at)""",
+    ]
+
+    def process(self, cur: Any, event: Any, position: int) -> None:
+        cashout_id = event.originator_id.hex
+        if isinstance(event, Cashout.CreditAttempted):
+            cur.execute(
+                "INSERT INTO wallet_credit_attempts (credit_key, cashout_id, attempt, "
+                "amount_minor, currency, state, attempted_at) "
+                "VALUES (?, ?, ?, ?, ?, 'in_flight', ?) ON CONFLICT (credit_key) DO NOTHING",
+                (
+                    event.idempotency_key,
+                    cashout_id,
+                    event.attempt,
+                    event.request["credited_minor"],
+                    event.request["currency"],
+                    event.at,
+                ),
+            )
+            return
+        cur.execute(
+            "UPDATE wallet_credit_attempts SET state = ?, answered_at = ? "
+            "WHERE cashout_id = ? AND attempt = ?",
+            (CREDIT_EVENTS[get_topic(type(event))], event.at, cashout_id, event.attempt),
         )

@@ -8,7 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
-from api.auth import bearer_token, player_guard, s2s_guard
+from api.auth import bearer_token, player_guard, s2s_guard, strict_body
 from api.errors import ERROR_RESPONSES
 from api.schemas import (
     Box,
@@ -39,7 +39,7 @@ def _platform(state: State) -> Platform:
 
 class S2SPlatformController(Controller):
     path = "/api/s2s"
-    guards = [s2s_guard]
+    guards = [s2s_guard, strict_body]
     security = S2S_SECURITY
     tags = ["s2s"]
 
@@ -103,6 +103,7 @@ class S2SPlatformController(Controller):
 class PlayerSessionController(Controller):
     path = "/api/play/session"
     tags = ["player"]
+    guards = [strict_body]
 
     @post("/init", responses=ERROR_RESPONSES, status_code=200, sync_to_thread=True)
     def init(self, state: State, data: JSONBody[SessionInitRequest]) -> SessionInitAnswer:

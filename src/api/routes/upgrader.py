@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
-from api.auth import player_guard, s2s_guard
+from api.auth import player_guard, s2s_guard, strict_body
 from api.errors import ERROR_RESPONSES
 from api.runtime import Runtime
 from api.schemas import UpgraderConfigWire
@@ -32,7 +33,7 @@ from api.schemas_upgrader import (
 )
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
-from application.upgrader import operator_for_mode, quote
+from application.upgrader import Quote, operator_for_mode, quote
 from projections.rounds import get_round, list_rounds
 
 PlayerQuery = Annotated[str, QueryParameter(name="playerExternalId", min_length=1, max_length=128)]
@@ -55,14 +56,18 @@ def prizes(
     chance_bps: int,
     currency: str | None,
     locale: str | None,
-) -> PrizesAnswer:
-    directory = runtime.platform.directory
-    operator = operator_for_mode(directory, operator_id, "balance")
+) -> dict[str, Any]:
+    operator = operator_for_mode(runtime.platform.directory, operator_id, "balance")
     quoted = quote(operator, currency, wager_minor, chance_bps, for_play=False)
-    return PrizesAnswer(
-        wager_minor=wager_minor,
-        chance_bps=chance_bps,
-        fee_bps=operator.settings.house_edge_bps,
+    return prizes_answer(runtime, quoted, locale)
+
+
+def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> dict[str, Any]:
+    """The prizes answer of interface 4.2 for a quote (balance or items stake)."""
+    answer = PrizesAnswer(
+        wager_minor=quoted.wager_minor,
+        chance_bps=quoted.chance_bps,
+        fee_bps=quoted.operator.settings.house_edge_bps,
         currency=quoted.currency.code,
         target_band=TargetBand(
             lower_minor=quoted.band.lower_minor, upper_minor=quoted.band.upper_minor
@@ -75,10 +80,11 @@ def prizes(
                 currency=p.currency,
                 image_url=p.image_url,
             )
-            for p in quoted.prizes(directory.catalog, locale)
+            for p in quoted.prizes(runtime.platform.directory.catalog, locale)
         ],
         config=UpgraderConfigWire.of(quoted.config),
     )
+    return msgspec.to_builtins(answer)
 
 
 async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) -> Any:
@@ -99,7 +105,9 @@ async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) 
 def rounds_page(
     runtime: Runtime, operator_id: str, player: str, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    if cursor is not None and not cursor.isdigit():
+    # ASCII digits only (str.isdigit() also takes e.g. "²", which int() refuses), and at
+    # most 18 of them so the value fits a BIGINT position on every store.
+    if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
         raise validation_error("cursor: not a cursor this API issued")
     runtime.read_model("round_history")
     rounds, next_cursor = list_rounds(
@@ -110,7 +118,7 @@ def rounds_page(
 
 class S2SUpgraderController(Controller):
     path = "/api/s2s"
-    guards = [s2s_guard]
+    guards = [s2s_guard, strict_body]
     security = [{"hmac": []}]
     tags = ["s2s"]
 
@@ -166,7 +174,7 @@ class S2SUpgraderController(Controller):
 
 class PlayerUpgraderController(Controller):
     path = "/api/play"
-    guards = [player_guard]
+    guards = [player_guard, strict_body]
     security = [{"bearer": []}]
     tags = ["player"]
 

@@ -1,0 +1,228 @@
+"""Items mode, inventory, cash-back and shipping, on both APIs (interface 4.4-4.6, decisions §8).
+
+``stakeItemIds`` is a repeated query parameter (``?stakeItemIds=1&stakeItemIds=2``); the
+bracketed spelling ``stakeItemIds[]`` is accepted too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio
+from litestar import Controller, Request, get, post
+from litestar.datastructures import State
+from litestar.params import FromQuery, JSONBody, QueryParameter
+
+from api.auth import player_guard, s2s_guard, strict_body
+from api.errors import ERROR_RESPONSES
+from api.routes.upgrader import PlayerQuery, prizes_answer
+from api.runtime import Runtime
+from api.schemas_upgrader import (
+    CashoutAnswer,
+    CashoutBody,
+    InventoryAnswer,
+    PlayItemsAnswer,
+    PlayItemsBody,
+    PrizesByItemsAnswer,
+    S2SCashoutBody,
+    S2SPlayItemsBody,
+    S2SShippingBody,
+    ShippingAnswer,
+)
+from application.cashout import CashoutCommand
+from application.errors import validation_error
+from application.items import listed_item_wire
+from application.play_items import PlayItems, stake_quote
+from application.shipping import ShippingCommand, request_shipping
+from projections.inventory import ITEM_STATES, list_items
+
+StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]
+StakeIdsBracketed = Annotated[list[int] | None, QueryParameter(name="stakeItemIds[]")]
+
+
+def _runtime(state: State) -> Runtime:
+    return state.runtime
+
+
+def _who(request: Request) -> tuple[str, str]:
+    session = request.state.session
+    return session.operator_id, session.player_external_id
+
+
+def prizes_by_items(
+    runtime: Runtime,
+    operator_id: str,
+    player: str,
+    ids: list[int],
+    chance_bps: int,
+    currency: str | None,
+    locale: str | None,
+) -> dict[str, Any]:
+    quoted, stake, _, _ = stake_quote(
+        runtime.platform, operator_id, player, ids, chance_bps, currency, for_play=False
+    )
+    answer = prizes_answer(runtime, quoted, locale)
+    return {**answer, "stake": stake}
+
+
+def inventory(
+    runtime: Runtime, operator_id: str, player: str, state_filter: str | None
+) -> dict[str, Any]:
+    if state_filter is not None and state_filter not in ITEM_STATES:
+        raise validation_error(f"state: one of {', '.join(ITEM_STATES)}")
+    runtime.read_model("inventory")
+    operator = runtime.platform.directory.operators[operator_id]
+    catalog = runtime.platform.directory.catalog
+    rows = list_items(runtime.platform.db, operator_id, player, state_filter)
+    return {
+        "items": [
+            listed_item_wire(operator, catalog, grant, state, held) for grant, state, held in rows
+        ]
+    }
+
+
+def _ids(plain: list[int] | None, bracketed: list[int] | None) -> list[int]:
+    return [*(plain or []), *(bracketed or [])]
+
+
+async def play_items(runtime: Runtime, operator_id: str, player: str, body: PlayItemsBody) -> Any:
+    return await runtime.items.play(
+        PlayItems(
+            operator_id=operator_id,
+            player_external_id=player,
+            client_action_id=body.client_action_id,
+            stake_item_ids=list(body.stake_item_ids),
+            chance_bps=body.chance_bps,
+            target_item_id=body.target_item_id,
+            currency=body.currency,
+            locale=body.locale,
+        )
+    )
+
+
+async def cash_out(runtime: Runtime, operator_id: str, player: str, body: CashoutBody) -> Any:
+    return await runtime.cashouts.cash_out(
+        CashoutCommand(
+            operator_id=operator_id,
+            player_external_id=player,
+            client_action_id=body.client_action_id,
+            inventory_item_ids=list(body.inventory_item_ids),
+            currency=body.currency,
+        )
+    )
+
+
+class S2SItemsController(Controller):
+    path = "/api/s2s"
+    guards = [s2s_guard, strict_body]
+    security = [{"hmac": []}]
+    tags = ["s2s"]
+
+    @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def prizes_by_items(
+        self,
+        request: Request,
+        state: State,
+        player: PlayerQuery,
+        chance_bps: Annotated[int, QueryParameter(name="chanceBps")],
+        stake_ids: StakeIds = None,
+        stake_ids_b: StakeIdsBracketed = None,
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> PrizesByItemsAnswer:
+        return prizes_by_items(
+            _runtime(state),
+            request.state.operator_id,
+            player,
+            _ids(stake_ids, stake_ids_b),
+            chance_bps,
+            currency,
+            locale,
+        )
+
+    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES)
+    async def play_with_items(
+        self, request: Request, state: State, data: JSONBody[S2SPlayItemsBody]
+    ) -> PlayItemsAnswer:
+        return await play_items(
+            _runtime(state), request.state.operator_id, data.player_external_id, data
+        )
+
+    @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def inventory(
+        self,
+        request: Request,
+        state: State,
+        player: PlayerQuery,
+        item_state: Annotated[str | None, QueryParameter(name="state")] = None,
+    ) -> InventoryAnswer:
+        return inventory(_runtime(state), request.state.operator_id, player, item_state)
+
+    @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
+    async def cashout(
+        self, request: Request, state: State, data: JSONBody[S2SCashoutBody]
+    ) -> CashoutAnswer:
+        return await cash_out(
+            _runtime(state), request.state.operator_id, data.player_external_id, data
+        )
+
+    @post("/shipping", status_code=200, responses=ERROR_RESPONSES)
+    async def shipping(
+        self, request: Request, state: State, data: JSONBody[S2SShippingBody]
+    ) -> ShippingAnswer:
+        command = ShippingCommand(
+            operator_id=request.state.operator_id,
+            player_external_id=data.player_external_id,
+            client_action_id=data.client_action_id,
+            inventory_item_ids=list(data.inventory_item_ids),
+            address=dict(data.address),
+        )
+        return await anyio.to_thread.run_sync(request_shipping, _runtime(state).platform, command)
+
+
+class PlayerItemsController(Controller):
+    path = "/api/play"
+    guards = [player_guard, strict_body]
+    security = [{"bearer": []}]
+    tags = ["player"]
+
+    @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def prizes_by_items(
+        self,
+        request: Request,
+        state: State,
+        chance_bps: Annotated[int, QueryParameter(name="chanceBps")],
+        stake_ids: StakeIds = None,
+        stake_ids_b: StakeIdsBracketed = None,
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> PrizesByItemsAnswer:
+        return prizes_by_items(
+            _runtime(state),
+            *_who(request),
+            _ids(stake_ids, stake_ids_b),
+            chance_bps,
+            currency,
+            locale,
+        )
+
+    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES)
+    async def play_with_items(
+        self, request: Request, state: State, data: JSONBody[PlayItemsBody]
+    ) -> PlayItemsAnswer:
+        return await play_items(_runtime(state), *_who(request), data)
+
+    @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
+    def inventory(
+        self,
+        request: Request,
+        state: State,
+        item_state: Annotated[str | None, QueryParameter(name="state")] = None,
+    ) -> InventoryAnswer:
+        return inventory(_runtime(state), *_who(request), item_state)
+
+    @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
+    async def cashout(
+        self, request: Request, state: State, data: JSONBody[CashoutBody]
+    ) -> CashoutAnswer:
+        return await cash_out(_runtime(state), *_who(request), data)

@@ -1,0 +1,268 @@
+"""Cash-back (decisions §4, §5, §8): credit the items' Credits value, each item once.
+
+1. The request is priced at claim time (today's catalogue price and rate) and recorded
+   with its items held and the credit attempt, in one commit, before the wallet is asked.
+2. accepted  -> ``CashoutCredited`` + ``ItemCashedBack`` for each item, one commit;
+   refused   -> ``CreditRefused`` + items released (unresolved again); the caller may
+                retry the same action, which re-prices and makes the next attempt;
+   uncertain -> ``CreditUncertain``; the items stay held, and the SAME key is retried by
+                the reconciler (or by the caller's retry) until the wallet answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import anyio
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.action_locks import ActionLocks
+from application.errors import PlatformError
+from application.items import check_item_ids, count, item_wire, load_open_items
+from application.platform import Platform
+from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
+from application.round_view import REFUSAL_STATUS, wallet_unavailable
+from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
+from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
+from domain.ids import inventory_item_id
+from domain.inventory import InventoryItem, ItemStateError
+from domain.money import reprice
+
+
+@dataclass(frozen=True)
+class CashoutCommand:
+    operator_id: str
+    player_external_id: str
+    client_action_id: str
+    inventory_item_ids: list[int]
+    currency: str | None = None
+
+
+def item_not_available(number: int) -> PlatformError:
+    return PlatformError(
+        "ITEM_NOT_AVAILABLE", 422, f"inventory item {number} is not this player's or not unresolved"
+    )
+
+
+def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> dict[str, Any]:
+    return {
+        "creditedMinor": request["credited_minor"],
+        "currency": request["currency"],
+        "balanceAfterMinor": balance_after_minor,
+        "items": [{**item, "state": "cashed_back"} for item in request["items"]],
+    }
+
+
+def refused_credit_error(code: str, balance_after_minor: int | None) -> PlatformError:
+    if code in REFUSAL_STATUS:
+        return PlatformError(
+            code,
+            REFUSAL_STATUS[code],
+            "the wallet refused the credit",
+            balanceAfterMinor=balance_after_minor,
+        )
+    return PlatformError(
+        "WALLET_REFUSED",
+        422,
+        f"the wallet refused the credit with {code[:64]!r}",
+        balanceAfterMinor=balance_after_minor,
+    )
+
+
+def _save_with_items(platform: Platform, cid: UUID, move: Any) -> bool:
+    """Load the cash-back and its items, apply ``move``, save all in one commit."""
+    for _ in range(5):
+        cashout: Cashout = platform.events.repository.get(cid)
+        items = [
+            platform.events.repository.get(inventory_item_id(i["inventoryItemId"]))
+            for i in cashout.request["items"]
+        ]
+        try:
+            move(cashout, items)
+        except (CashoutStateError, ItemStateError):
+            return False
+        try:
+            platform.events.save(cashout, *items)
+            return True
+        except IntegrityError:
+            continue
+    return False
+
+
+def record_credit_outcome(
+    platform: Platform, cid: UUID, attempt: int, outcome: WalletOutcome
+) -> None:
+    """Apply a wallet answer to a cash-back (request path and reconciler alike)."""
+    now = platform.clock.now()
+    if isinstance(outcome, Accepted):
+
+        def credit(cashout: Cashout, items: list[InventoryItem]) -> None:
+            cashout.credit(attempt, outcome.balance_after_minor, outcome.provider_txn_ref, now)
+            for item, priced in zip(items, cashout.request["items"], strict=True):
+                item.cash_back(
+                    cashout.request["public_id"],
+                    priced["cashbackMinor"],
+                    cashout.request["currency"],
+                    now,
+                )
+
+        _save_with_items(platform, cid, credit)
+    elif isinstance(outcome, Refused):
+
+        def refuse(cashout: Cashout, items: list[InventoryItem]) -> None:
+            cashout.refuse(attempt, outcome.error_code, outcome.balance_after_minor, now)
+            for item in items:
+                item.release(cashout.request["public_id"], now)
+
+        _save_with_items(platform, cid, refuse)
+    else:
+
+        def uncertain(cashout: Cashout, _: list[InventoryItem]) -> None:
+            if cashout.attempt_state(attempt) == "in_flight":
+                cashout.mark_uncertain(attempt, outcome.reason, now)
+
+        _save_with_items(platform, cid, uncertain)
+
+
+async def send_credit(
+    platform: Platform, wallet: WalletClient, cashout: Cashout, attempt: int
+) -> WalletOutcome:
+    request = cashout.request
+    operator = platform.directory.operators[request["operator_id"]]
+    return await wallet.call(
+        operator.config.wallet_url,
+        operator.config.outbound_secret,
+        operator.id,
+        "wallet.credit",
+        {
+            "playerExternalId": request["player_external_id"],
+            "amountMinor": request["credited_minor"],
+            "currency": request["currency"],
+            "idempotencyKey": cashout.attempts[attempt]["key"],
+            "reason": "cashout",
+            "inventoryItemIds": [i["inventoryItemId"] for i in request["items"]],
+        },
+    )
+
+
+class Cashouts:
+    def __init__(self, platform: Platform, wallet: WalletClient, wake_reconciler: Any) -> None:
+        self.platform = platform
+        self.wallet = wallet
+        self.wake_reconciler = wake_reconciler
+        self.locks = ActionLocks()
+
+    async def cash_out(self, command: CashoutCommand) -> dict[str, Any]:
+        cid = cashout_id(command.operator_id, command.player_external_id, command.client_action_id)
+        operator = self.platform.directory.operators[command.operator_id]
+        body_print = fingerprint(
+            "cashout", sorted(command.inventory_item_ids), command.currency or operator.base.code
+        )
+        async with self.locks.hold(cid):
+            attempt = await anyio.to_thread.run_sync(
+                self._prepare_retrying, command, cid, body_print
+            )
+            if isinstance(attempt, dict):
+                return attempt
+            return await self._credit(cid, attempt)
+
+    def _load(self, cid: UUID) -> Cashout | None:
+        try:
+            return self.platform.events.repository.get(cid)
+        except AggregateNotFoundError:
+            return None
+
+    def _prepare_retrying(
+        self, command: CashoutCommand, cid: UUID, body_print: str
+    ) -> int | dict[str, Any]:
+        """Retried on a write conflict: the loser then meets the items' new state."""
+        for _ in range(3):
+            try:
+                return self._prepare(command, cid, body_print)
+            except IntegrityError:
+                continue
+        raise action_in_progress()
+
+    def _prepare(self, command: CashoutCommand, cid: UUID, body_print: str) -> int | dict[str, Any]:
+        """The answer of a finished action, or the attempt to send now."""
+        existing = self._load(cid)
+        if existing is not None:
+            if existing.request["fingerprint"] != body_print:
+                raise idempotency_conflict()
+            if existing.status == "credited":
+                return cashout_answer(existing.request, existing.outcome["balance_after_minor"])
+            pending = [
+                a for a, e in existing.attempts.items() if e["state"] in ("in_flight", "uncertain")
+            ]
+            if pending:
+                return pending[0]  # re-send the same key: the wallet de-duplicates it
+        check_item_ids(command.inventory_item_ids, "inventoryItemIds")
+        operator = self.platform.directory.operators[command.operator_id]
+        if not operator.config.wallet_url:
+            raise wallet_unavailable()
+        currency = operator.currency(command.currency)
+        items = load_open_items(
+            self.platform,
+            command.operator_id,
+            command.player_external_id,
+            command.inventory_item_ids,
+            item_not_available,
+        )
+        counted = [count(operator, self.platform.directory.catalog, i, currency) for i in items]
+        for entry in counted:
+            if not entry.cashable:
+                raise PlatformError(
+                    "ITEM_NOT_CASHABLE",
+                    422,
+                    f"inventory item {entry.item.grant['inventory_item_id']} has no cash-back",
+                )
+        public_id = cashout_public_id(cid)
+        request = {
+            "operator_id": operator.id,
+            "player_external_id": command.player_external_id,
+            "client_action_id": command.client_action_id,
+            "public_id": public_id,
+            "fingerprint": body_print,
+            "currency": currency.code,
+            "fx_rate": next(c.rate for c in operator.config.currencies if c.code == currency.code),
+            "credited_minor": sum(c.value_minor for c in counted),
+            "items": [
+                item_wire(
+                    c.item.grant,
+                    "unresolved",
+                    reprice(c.item.grant["grant_value_base_minor"], operator.base, currency),
+                    currency.code,
+                    c.value_minor,
+                    c.uncredited,
+                )
+                for c in counted
+            ],
+            "requested_at": self.platform.clock.now(),
+        }
+        now = self.platform.clock.now()
+        cashout = existing or Cashout(request)
+        attempt = cashout.attempt_credit(request, now)
+        for item in items:
+            item.hold_for_cashout(public_id, now)
+        self.platform.events.save(cashout, *items)
+        return attempt
+
+    async def _credit(self, cid: UUID, attempt: int) -> dict[str, Any]:
+        cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+        if cashout.request["credited_minor"] == 0:
+            outcome: WalletOutcome = Accepted(None, None)
+        else:
+            outcome = await send_credit(self.platform, self.wallet, cashout, attempt)
+        await anyio.to_thread.run_sync(record_credit_outcome, self.platform, cid, attempt, outcome)
+        cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+        if cashout.status == "credited":
+            return cashout_answer(cashout.request, cashout.outcome["balance_after_minor"])
+        if isinstance(outcome, Refused):
+            raise refused_credit_error(outcome.error_code, outcome.balance_after_minor)
+        self.wake_reconciler()
+        await asyncio.sleep(0)
+        raise wallet_unavailable()

@@ -1,0 +1,93 @@
+"""Shipping requests for fulfillable items (decisions §8): one commit, each item once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.cashout import item_not_available
+from application.errors import PlatformError
+from application.items import check_item_ids, listed_item_wire, load_open_items
+from application.platform import Platform
+from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
+from domain.cashout import Shipment
+
+
+@dataclass(frozen=True)
+class ShippingCommand:
+    operator_id: str
+    player_external_id: str
+    client_action_id: str
+    inventory_item_ids: list[int]
+    address: dict[str, str]
+
+
+def shipping_answer(request: dict[str, Any]) -> dict[str, Any]:
+    return {"shipmentId": request["public_id"], "items": request["items"]}
+
+
+def request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+    """Retried once on a write conflict: the loser then meets the item's new state."""
+    for _ in range(3):
+        try:
+            return _request_shipping(platform, command)
+        except IntegrityError:
+            continue
+    raise action_in_progress()
+
+
+def _request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+    body_print = fingerprint(
+        "shipping", sorted(command.inventory_item_ids), sorted(command.address.items())
+    )
+    request_key = {
+        "operator_id": command.operator_id,
+        "player_external_id": command.player_external_id,
+        "client_action_id": command.client_action_id,
+    }
+    sid = Shipment.create_id(request_key)
+    try:
+        existing: Shipment = platform.events.repository.get(sid)
+    except AggregateNotFoundError:
+        existing = None
+    if existing is not None:
+        if existing.request["fingerprint"] != body_print:
+            raise idempotency_conflict()
+        return shipping_answer(existing.request)
+    check_item_ids(command.inventory_item_ids, "inventoryItemIds")
+    operator = platform.directory.operators[command.operator_id]
+    items = load_open_items(
+        platform,
+        command.operator_id,
+        command.player_external_id,
+        command.inventory_item_ids,
+        item_not_available,
+    )
+    catalog = platform.directory.catalog
+    for item in items:
+        listed = catalog.get(item.grant["item_id"])
+        if listed is None or not listed.fulfillable:
+            raise PlatformError(
+                "ITEM_NOT_SHIPPABLE",
+                422,
+                f"inventory item {item.grant['inventory_item_id']} cannot be shipped",
+            )
+    public_id = f"s_{sid.hex}"
+    now = platform.clock.now()
+    for item in items:
+        item.request_shipping(public_id, now)
+    request = {
+        **request_key,
+        "public_id": public_id,
+        "fingerprint": body_print,
+        "address": dict(command.address),
+        "items": [
+            listed_item_wire(operator, catalog, item.grant, "shipping_requested") for item in items
+        ],
+        "requested_at": now,
+    }
+    platform.events.save(Shipment(request), *items)
+    return shipping_answer(request)

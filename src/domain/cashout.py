@@ -1,0 +1,143 @@
+"""Cash-back of inventory items through a ``wallet.credit`` (decisions §4, §5).
+
+A cash-back action is requested (its items held, amounts pinned at claim time) before
+the wallet is asked. Credit outcomes: accepted -> credited (items cashed back, one save);
+refused -> refused (items released, the caller may retry the action: next attempt);
+uncertain -> the service retries the SAME key until the wallet answers.
+Event class names and this module's name are a stored format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.config_history import NAMESPACE
+
+
+def cashout_id(operator_id: str, player: str, client_action_id: str) -> UUID:
+    return uuid5(
+        NAMESPACE,
+        f"cashout:{len(operator_id)}:{operator_id}:{len(player)}:{player}:{client_action_id}",
+    )
+
+
+def cashout_public_id(uuid: UUID) -> str:
+    return f"c_{uuid.hex}"
+
+
+class CashoutStateError(Exception):
+    pass
+
+
+class Cashout(Aggregate):
+    """States: requested (attempt in flight / uncertain) -> credited | refused."""
+
+    @staticmethod
+    def create_id(request: dict[str, Any]) -> UUID:
+        return cashout_id(
+            request["operator_id"], request["player_external_id"], request["client_action_id"]
+        )
+
+    @event("CashoutRequested")
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.status = "requested"
+        self.attempts: dict[int, dict[str, Any]] = {}
+        self.outcome: dict[str, Any] | None = None
+
+    @property
+    def last_attempt(self) -> int:
+        return max(self.attempts, default=0)
+
+    def attempt_state(self, attempt: int) -> str | None:
+        entry = self.attempts.get(attempt)
+        return None if entry is None else entry["state"]
+
+    def attempt_credit(self, request: dict[str, Any], at: float) -> int:
+        """Start the next credit attempt with (possibly re-priced) ``request``."""
+        if self.status == "credited" or any(
+            e["state"] in ("in_flight", "uncertain") for e in self.attempts.values()
+        ):
+            raise CashoutStateError("a credit is already under way or done")
+        attempt = self.last_attempt + 1
+        key = f"{request['public_id']}:{attempt}"
+        self._credit_attempted(attempt=attempt, idempotency_key=key, request=request, at=at)
+        return attempt
+
+    @event("CreditAttempted")
+    def _credit_attempted(
+        self, attempt: int, idempotency_key: str, request: dict[str, Any], at: float
+    ) -> None:
+        self.request = request
+        self.status = "requested"
+        self.attempts[attempt] = {"state": "in_flight", "key": idempotency_key, "at": at}
+
+    def mark_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        if self.attempt_state(attempt) != "in_flight":
+            raise CashoutStateError(f"attempt {attempt} is not in flight")
+        self._credit_uncertain(attempt=attempt, reason=reason, at=at)
+
+    @event("CreditUncertain")
+    def _credit_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
+
+    def credit(
+        self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
+    ) -> None:
+        if self.attempt_state(attempt) not in ("in_flight", "uncertain"):
+            raise CashoutStateError(f"attempt {attempt} cannot be credited")
+        self._credited(
+            attempt=attempt,
+            balance_after_minor=balance_after_minor,
+            provider_txn_ref=provider_txn_ref,
+            at=at,
+        )
+
+    @event("CashoutCredited")
+    def _credited(
+        self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
+    ) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "credited"}
+        self.status = "credited"
+        self.outcome = {"balance_after_minor": balance_after_minor, "at": at}
+
+    def refuse(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        if self.attempt_state(attempt) not in ("in_flight", "uncertain"):
+            raise CashoutStateError(f"attempt {attempt} cannot be refused")
+        self._credit_refused(
+            attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
+        )
+
+    @event("CreditRefused")
+    def _credit_refused(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        self.attempts[attempt] = {**self.attempts[attempt], "state": "refused"}
+        self.status = "refused"
+        self.outcome = {
+            "error_code": error_code,
+            "balance_after_minor": balance_after_minor,
+            "at": at,
+        }
+
+
+class Shipment(Aggregate):
+    """A shipping request for fulfillable items (state ``shipping_requested``)."""
+
+    @staticmethod
+    def create_id(request: dict[str, Any]) -> UUID:
+        return uuid5(
+            NAMESPACE,
+            f"shipment:{len(request['operator_id'])}:"
+            f"{request['operator_id']}:{len(request['player_external_id'])}:"
+            f"{request['player_external_id']}:{request['client_action_id']}",
+        )
+
+    @event("ShippingRequested")
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
