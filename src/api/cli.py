@@ -60,7 +60,11 @@ def command(
 
 
 # Each module here has ``register(commands)``: one line per module keeps edits apart.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "api.cli_verify",
+    "api.cli_outbox",
+    "api.cli_demo",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,198 @@
+"""The ``round_settled`` webhook outbox (decisions §9): a projection of the event log.
+
+Tables of the projection (rebuilt from the log, written with the tracking position in
+one transaction by the ``ProjectionRunner``, so exactly once):
+
+``webhook_outbox`` -- one row per webhook to send, immutable once written:
+    webhook_id TEXT PRIMARY KEY  the body's ``id``: uuid5(round id, "round_settled"), so a
+                                 rebuild or a crash re-creates the same id
+    round_id TEXT                the round aggregate id (hex)
+    operator_id, player_external_id TEXT
+    position BIGINT              notification id of ``Round.RoundSettled``: settle order
+    created_at DOUBLE PRECISION  the settle time from the settlement (never "now")
+    payload TEXT                 the exact JSON body, rendered ONCE here (ASCII, compact)
+
+``webhook_openings`` -- staging: a round's recorded opening from ``Round.Opened`` until
+    the round settles or is voided (then the row is removed).
+``webhook_operators`` -- each operator's ``webhook_url`` as recorded by the configuration
+    history (``OperatorProfile`` events), so whether a round gets a webhook depends on the
+    log only: a round settled while its operator had no ``webhook_url`` enqueues nothing,
+    now and on every rebuild.
+
+The body is ``{id, type: "round_settled", createdAt, operatorId, playerExternalId,
+data: {round, wonItem, stake, facts}}``; ``data`` is taken from ``play_answer`` over the
+same recorded opening and settlement, so ``round`` and ``facts`` equal the play answer's
+(``stake`` is null in balance mode). ``createdAt`` is the settle time. Hence rebuilding the
+projection from the log gives byte-identical ``webhook_outbox`` rows.
+
+Delivery bookkeeping is operational, not derived from the log, and lives apart in
+``webhook_deliveries`` (state ``pending`` | ``delivered`` | ``dead``, attempts, next
+attempt time, last error, lease). The projection only inserts a ``pending`` row there when
+it enqueues a webhook, with ``ON CONFLICT DO NOTHING``: a rebuild keeps the delivery state
+and does not send delivered webhooks again. The dispatcher (``projections.dispatcher``)
+owns the rest of that table.
+
+The webhook URL and the outbound secret used for a delivery are read from the running
+configuration at send time (secrets are never recorded).
+
+Note: a deployment that adds this projection to an existing log catches up from position
+0 and enqueues a webhook for every past settled round of an operator with a webhook_url;
+operators de-duplicate by ``id``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.utils import get_topic
+
+from application.clock import iso_utc
+from application.round_view import play_answer
+from domain.config_history import OperatorProfile
+from domain.round import Round
+
+NAME = "webhook_outbox"
+WEBHOOK_TYPE = "round_settled"
+
+OPENED = get_topic(Round.Opened)
+SETTLED = get_topic(Round.RoundSettled)
+VOIDED = get_topic(Round.RoundVoided)
+PROFILE_REGISTERED = get_topic(OperatorProfile.Registered)
+PROFILE_SETTINGS = get_topic(OperatorProfile.SettingsChanged)
+
+DELIVERIES_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS webhook_deliveries (
+        webhook_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at DOUBLE PRECISION NOT NULL,
+        first_failed_at DOUBLE PRECISION,
+        last_error TEXT,
+        last_attempt_at DOUBLE PRECISION,
+        delivered_at DOUBLE PRECISION,
+        leased_until DOUBLE PRECISION,
+        lease_owner TEXT)""",
+    """CREATE INDEX IF NOT EXISTS webhook_deliveries_state
+        ON webhook_deliveries (state, next_attempt_at)""",
+]
+
+# The tables rebuilt from the log (``webhook_deliveries`` is not one of them).
+PROJECTION_TABLES = ("webhook_outbox", "webhook_openings", "webhook_operators")
+
+
+def webhook_id(round_id: UUID) -> str:
+    """The webhook's ``id``: stable across retries, rebuilds and crashes."""
+    return str(uuid5(round_id, WEBHOOK_TYPE))
+
+
+def render_payload(hook_id: str, opening: dict[str, Any], settlement: dict[str, Any]) -> str:
+    """The exact body (compact, ASCII JSON) for a settled round."""
+    answer = play_answer(opening, settlement)
+    body = {
+        "id": hook_id,
+        "type": WEBHOOK_TYPE,
+        "createdAt": iso_utc(settlement["settled_at"]),
+        "operatorId": opening["operator_id"],
+        "playerExternalId": opening["player_external_id"],
+        "data": {
+            "round": answer["round"],
+            "wonItem": answer["wonItem"],
+            "stake": answer.get("stake"),
+            "facts": answer["facts"],
+        },
+    }
+    return json.dumps(body, separators=(",", ":"))
+
+
+class WebhookOutbox:
+    name = NAME
+    topics = frozenset({OPENED, SETTLED, VOIDED, PROFILE_REGISTERED, PROFILE_SETTINGS})
+    schema = [
+        """CREATE TABLE IF NOT EXISTS webhook_outbox (
+            webhook_id TEXT PRIMARY KEY,
+            round_id TEXT NOT NULL UNIQUE,
+            operator_id TEXT NOT NULL,
+            player_external_id TEXT NOT NULL,
+            position BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            payload TEXT NOT NULL)""",
+        """CREATE INDEX IF NOT EXISTS webhook_outbox_player
+            ON webhook_outbox (operator_id, player_external_id, position)""",
+        """CREATE TABLE IF NOT EXISTS webhook_openings (
+            round_id TEXT PRIMARY KEY, opening TEXT NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS webhook_operators (
+            profile_id TEXT PRIMARY KEY, operator_id TEXT NOT NULL, webhook_url TEXT)""",
+        *DELIVERIES_SCHEMA,
+    ]
+
+    def process(self, cur: Any, event: Any, position: int) -> None:
+        if isinstance(event, OperatorProfile.Registered):
+            cur.execute(
+                "INSERT INTO webhook_operators (profile_id, operator_id, webhook_url) "
+                "VALUES (?, ?, NULL) ON CONFLICT (profile_id) DO NOTHING",
+                (event.originator_id.hex, event.operator_id),
+            )
+            return
+        if isinstance(event, OperatorProfile.SettingsChanged):
+            cur.execute(
+                "UPDATE webhook_operators SET webhook_url = ? WHERE profile_id = ?",
+                (event.settings.get("webhook_url") or None, event.originator_id.hex),
+            )
+            return
+        round_id = event.originator_id.hex
+        if isinstance(event, Round.Opened):
+            cur.execute(
+                "INSERT INTO webhook_openings (round_id, opening) VALUES (?, ?) "
+                "ON CONFLICT (round_id) DO NOTHING",
+                (round_id, json.dumps(event.opening, separators=(",", ":"))),
+            )
+            return
+        cur.execute("SELECT opening FROM webhook_openings WHERE round_id = ?", (round_id,))
+        row = cur.fetchone()
+        cur.execute("DELETE FROM webhook_openings WHERE round_id = ?", (round_id,))
+        if row is None or not isinstance(event, Round.RoundSettled):
+            return  # voided: no webhook
+        opening = json.loads(row[0])
+        if not self._has_webhook(cur, opening["operator_id"]):
+            return
+        settlement = event.settlement
+        hook_id = webhook_id(event.originator_id)
+        cur.execute(
+            "INSERT INTO webhook_outbox (webhook_id, round_id, operator_id, "
+            "player_external_id, position, created_at, payload) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (webhook_id) DO NOTHING",
+            (
+                hook_id,
+                round_id,
+                opening["operator_id"],
+                opening["player_external_id"],
+                position,
+                settlement["settled_at"],
+                render_payload(hook_id, opening, settlement),
+            ),
+        )
+        cur.execute(
+            "INSERT INTO webhook_deliveries (webhook_id, state, attempts, next_attempt_at) "
+            "VALUES (?, 'pending', 0, ?) ON CONFLICT (webhook_id) DO NOTHING",
+            (hook_id, settlement["settled_at"]),
+        )
+
+    @staticmethod
+    def _has_webhook(cur: Any, operator_id: str) -> bool:
+        cur.execute(
+            "SELECT webhook_url FROM webhook_operators WHERE operator_id = ?", (operator_id,)
+        )
+        row = cur.fetchone()
+        return bool(row and row[0])
+
+
+def reset_projection(db: Any) -> None:
+    """Empty the projection's own tables and rewind it to position 0 (a rebuild follows
+    with ``ProjectionRunner.catch_up``). Delivery state is kept."""
+    with db.transaction() as cur:
+        # the tracking row first: a concurrent runner step waits for this or fails its CAS
+        cur.execute("UPDATE projection_tracking SET position = 0 WHERE name = ?", (NAME,))
+        for table in PROJECTION_TABLES:
+            cur.execute(f"DELETE FROM {table}")  # noqa: S608 -- fixed table names
