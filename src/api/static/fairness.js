@@ -1,0 +1,497 @@
+/*
+ * Upgrader provable fairness, algorithm hmac_sha256_v1 (decisions section 3).
+ *
+ * A plain script: no modules, no build step, no dependencies, no network.
+ * Browser: <script src="fairness.js"></script> exposes window.UpgraderFairness and,
+ * when the page has a <form id="verifier">, wires it up (verifier.html; no inline
+ * script, so it works under Content-Security-Policy script-src 'self').
+ * Node 20: require("./fairness.js") (or load it as a script) uses globalThis.crypto.
+ *
+ * For cursor i = 0, 1, 2, ...: h = HMAC_SHA256(key = serverSeed as ASCII,
+ * msg = clientSeed + ":" + nonce + ":" + i), read as eight big-endian u32 words. The
+ * first word u < 4294960000 gives rolledBps = u % 10000.
+ * serverSeedHash = lowercase hex sha256(serverSeed as ASCII).
+ *
+ * Everything is async (WebCrypto). Only integer-safe math: u32 words come from
+ * DataView.getUint32(offset, false), all below 2^32.
+ */
+(function (root) {
+  "use strict";
+
+  var ALGORITHM_KEY = "hmac_sha256_v1";
+  var REJECTION_BOUND = 4294960000;
+  var WORDS_PER_BLOCK = 8;
+  var ROLL_SPACE = 10000;
+  var SERVER_SEED = /^[0-9a-f]{64}$/;
+  var HEX64 = /^[0-9a-fA-F]{64}$/;
+  var CLIENT_SEED = /^[\x20-\x7e]{1,64}$/;
+  var DIGITS = /^[0-9]+$/;
+
+  /** Malformed input (the CLI's exit 2): nothing can be verified. */
+  function FairnessInputError(message) {
+    var error = new Error(message);
+    error.name = "FairnessInputError";
+    return error;
+  }
+
+  function subtle() {
+    var c = root && root.crypto;
+    if ((!c || !c.subtle) && typeof require === "function") {
+      try {
+        c = require("crypto").webcrypto;
+      } catch (ignored) {
+        c = null;
+      }
+    }
+    if (!c || !c.subtle) {
+      throw new Error(
+        "WebCrypto (crypto.subtle) is not available here. Open the page from disk, " +
+          "over HTTPS, or from localhost."
+      );
+    }
+    return c.subtle;
+  }
+
+  function ascii(text) {
+    var bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) {
+      var code = text.charCodeAt(i);
+      if (code > 0x7e) {
+        throw FairnessInputError("text must be ASCII");
+      }
+      bytes[i] = code;
+    }
+    return bytes;
+  }
+
+  function hex(buffer) {
+    var bytes = new Uint8Array(buffer);
+    var out = "";
+    for (var i = 0; i < bytes.length; i++) {
+      out += (bytes[i] < 16 ? "0" : "") + bytes[i].toString(16);
+    }
+    return out;
+  }
+
+  function checkServerSeed(serverSeed) {
+    if (typeof serverSeed !== "string" || !SERVER_SEED.test(serverSeed)) {
+      throw FairnessInputError("server seed must be 64 lowercase hex characters");
+    }
+    return serverSeed;
+  }
+
+  function checkClientSeed(clientSeed) {
+    if (typeof clientSeed !== "string" || !CLIENT_SEED.test(clientSeed)) {
+      throw FairnessInputError("client seed must be 1 to 64 printable ASCII characters");
+    }
+    return clientSeed;
+  }
+
+  /** The nonce as canonical decimal text (a safe integer, a digit string or a BigInt). */
+  function nonceText(nonce) {
+    if (typeof nonce === "bigint") {
+      if (nonce < 0) {
+        throw FairnessInputError("nonce must be a non-negative integer");
+      }
+      return nonce.toString();
+    }
+    if (typeof nonce === "number") {
+      if (!Number.isSafeInteger(nonce) || nonce < 0) {
+        throw FairnessInputError(
+          "nonce must be a non-negative integer (pass larger ones as a digit string)"
+        );
+      }
+      return String(nonce);
+    }
+    if (typeof nonce === "string" && DIGITS.test(nonce)) {
+      return nonce.replace(/^0+(?=[0-9])/, "");
+    }
+    throw FairnessInputError("nonce must be a non-negative decimal integer");
+  }
+
+  function intIn(value, low, high, name) {
+    var n = value;
+    if (typeof n === "string") {
+      if (!DIGITS.test(n) || n.length > 15) {
+        throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
+      }
+      n = Number(n);
+    }
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < low || n > high) {
+      throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
+    }
+    return n;
+  }
+
+  /** serverSeedHash: lowercase hex SHA-256 of the server seed as ASCII. */
+  function seedHash(serverSeed) {
+    return Promise.resolve().then(function () {
+      checkServerSeed(serverSeed);
+      return subtle().digest("SHA-256", ascii(serverSeed));
+    }).then(hex);
+  }
+
+  /** The roll with where it came from: {rolledBps, cursor, wordIndex}. */
+  function rollTrace(serverSeed, clientSeed, nonce) {
+    var api;
+    var prefix;
+    return Promise.resolve()
+      .then(function () {
+        checkServerSeed(serverSeed);
+        checkClientSeed(clientSeed);
+        prefix = clientSeed + ":" + nonceText(nonce) + ":";
+        api = subtle();
+        return api.importKey(
+          "raw",
+          ascii(serverSeed),
+          { name: "HMAC", hash: "SHA-256" },
+          false,
+          ["sign"]
+        );
+      })
+      .then(function (key) {
+        function block(cursor) {
+          return api.sign("HMAC", key, ascii(prefix + cursor)).then(function (digest) {
+            var view = new DataView(digest);
+            for (var index = 0; index < WORDS_PER_BLOCK; index++) {
+              var word = view.getUint32(index * 4, false);
+              if (word < REJECTION_BOUND) {
+                return { rolledBps: word % ROLL_SPACE, cursor: cursor, wordIndex: index };
+              }
+            }
+            return block(cursor + 1);
+          });
+        }
+        return block(0);
+      });
+  }
+
+  /** rolledBps in 0..9999 for (serverSeed, clientSeed, nonce). */
+  function roll(serverSeed, clientSeed, nonce) {
+    return rollTrace(serverSeed, clientSeed, nonce).then(function (trace) {
+      return trace.rolledBps;
+    });
+  }
+
+  function isWin(rolledBps, chanceBps) {
+    return rolledBps < chanceBps;
+  }
+
+  function present(value) {
+    return value !== undefined && value !== null && value !== "";
+  }
+
+  /**
+   * Flatten the input: claims {serverSeed, clientSeed, nonce, serverSeedHash?, rolledBps?,
+   * chanceBps?, isWin?, algorithmKey?}, or a round as the API returns it (also a play
+   * answer {round: {...}}) with the revealed server seed as the second argument.
+   */
+  function claimsOf(input, serverSeed) {
+    if (!input || typeof input !== "object") {
+      throw FairnessInputError("nothing to verify");
+    }
+    if (input.round && typeof input.round === "object") {
+      input = input.round;
+    }
+    var claims = {};
+    var fairness = input.fairness;
+    if (fairness && typeof fairness === "object") {
+      if (!present(fairness.algorithmKey)) {
+        throw FairnessInputError("round fairness has no algorithmKey");
+      }
+      claims.algorithmKey = fairness.algorithmKey;
+      claims.clientSeed = fairness.clientSeed;
+      claims.nonce = fairness.nonce;
+      claims.serverSeedHash = fairness.serverSeedHash;
+      claims.serverSeed = input.serverSeed;
+      claims.publicId = input.publicId;
+    } else if ("publicId" in input || "status" in input) {
+      throw FairnessInputError(
+        "round " + (input.publicId || "?") + " has no fairness data (a voided round has no roll)"
+      );
+    } else {
+      claims.algorithmKey = input.algorithmKey;
+      claims.clientSeed = input.clientSeed;
+      claims.nonce = input.nonce;
+      claims.serverSeedHash = input.serverSeedHash;
+      claims.serverSeed = input.serverSeed;
+    }
+    claims.rolledBps = input.rolledBps;
+    claims.chanceBps = input.chanceBps;
+    claims.isWin = input.isWin;
+    if (present(serverSeed)) {
+      claims.serverSeed = serverSeed;
+    }
+    if (present(claims.algorithmKey) && claims.algorithmKey !== ALGORITHM_KEY) {
+      throw FairnessInputError(
+        "unsupported algorithmKey " + JSON.stringify(claims.algorithmKey) +
+          ": this verifier knows only " + ALGORITHM_KEY
+      );
+    }
+    if (!present(claims.serverSeed)) {
+      throw FairnessInputError("the revealed server seed is required");
+    }
+    checkServerSeed(claims.serverSeed);
+    checkClientSeed(claims.clientSeed);
+    if (!present(claims.nonce)) {
+      throw FairnessInputError("the nonce is required");
+    }
+    claims.nonce = nonceText(claims.nonce);
+    if (present(claims.serverSeedHash)) {
+      if (typeof claims.serverSeedHash !== "string" || !HEX64.test(claims.serverSeedHash)) {
+        throw FairnessInputError("server seed hash must be 64 hex characters");
+      }
+      claims.serverSeedHash = claims.serverSeedHash.toLowerCase();
+    } else {
+      claims.serverSeedHash = null;
+    }
+    claims.rolledBps = present(claims.rolledBps)
+      ? intIn(claims.rolledBps, 0, ROLL_SPACE - 1, "rolled bps")
+      : null;
+    claims.chanceBps = present(claims.chanceBps)
+      ? intIn(claims.chanceBps, 0, ROLL_SPACE, "chance bps")
+      : null;
+    if (present(claims.isWin)) {
+      if (typeof claims.isWin !== "boolean") {
+        throw FairnessInputError("isWin must be true or false");
+      }
+      if (claims.chanceBps === null) {
+        throw FairnessInputError("an isWin claim needs the chance");
+      }
+    } else {
+      claims.isWin = null;
+    }
+    return claims;
+  }
+
+  /**
+   * Recompute and check every claim given. Resolves to {ok, algorithmKey, serverSeedHash,
+   * rolledBps, cursor, wordIndex, chanceBps, isWin, checks: [{claim, ok, claimed,
+   * recomputed}]}; rejects with a FairnessInputError on malformed input.
+   */
+  function verifyRound(input, serverSeed) {
+    var claims;
+    var result;
+    return Promise.resolve()
+      .then(function () {
+        claims = claimsOf(input, serverSeed);
+        return seedHash(claims.serverSeed);
+      })
+      .then(function (hash) {
+        result = {
+          ok: true,
+          algorithmKey: ALGORITHM_KEY,
+          publicId: claims.publicId || null,
+          clientSeed: claims.clientSeed,
+          nonce: claims.nonce,
+          serverSeedHash: hash,
+          rolledBps: null,
+          cursor: null,
+          wordIndex: null,
+          chanceBps: claims.chanceBps,
+          isWin: null,
+          checks: []
+        };
+        return rollTrace(claims.serverSeed, claims.clientSeed, claims.nonce);
+      })
+      .then(function (trace) {
+        result.rolledBps = trace.rolledBps;
+        result.cursor = trace.cursor;
+        result.wordIndex = trace.wordIndex;
+        if (claims.chanceBps !== null) {
+          result.isWin = isWin(trace.rolledBps, claims.chanceBps);
+        }
+        function check(claim, claimed, recomputed) {
+          var ok = claimed === recomputed;
+          result.checks.push({ claim: claim, ok: ok, claimed: claimed, recomputed: recomputed });
+          result.ok = result.ok && ok;
+        }
+        if (claims.serverSeedHash !== null) {
+          check("serverSeedHash", claims.serverSeedHash, result.serverSeedHash);
+        }
+        if (claims.rolledBps !== null) {
+          check("rolledBps", claims.rolledBps, result.rolledBps);
+        }
+        if (claims.isWin !== null) {
+          check("isWin", claims.isWin, result.isWin);
+        }
+        return result;
+      });
+  }
+
+  var api = {
+    ALGORITHM_KEY: ALGORITHM_KEY,
+    REJECTION_BOUND: REJECTION_BOUND,
+    seedHash: seedHash,
+    roll: roll,
+    rollTrace: rollTrace,
+    isWin: isWin,
+    verifyRound: verifyRound
+  };
+
+  /* ---- the page (verifier.html) ------------------------------------------------- */
+
+  function outcomeWord(win) {
+    return win ? "win" : "loss";
+  }
+
+  function describe(check) {
+    if (check.claim === "serverSeedHash") {
+      return check.ok
+        ? "The server seed hash matches: SHA-256 of the revealed server seed is " +
+            check.recomputed + ", the hash published before the round."
+        : "The server seed hash does NOT match: SHA-256 of the revealed server seed is " +
+            check.recomputed + ", but the hash given is " + check.claimed + ".";
+    }
+    if (check.claim === "rolledBps") {
+      return check.ok
+        ? "The roll matches: the seeds give " + check.recomputed + "."
+        : "The roll does NOT match: the seeds give " + check.recomputed +
+            ", but the roll given is " + check.claimed + ".";
+    }
+    return check.ok
+      ? "The outcome matches: " + outcomeWord(check.recomputed) + "."
+      : "The outcome does NOT match: the roll gives a " + outcomeWord(check.recomputed) +
+          ", but the outcome given is a " + outcomeWord(check.claimed) + ".";
+  }
+
+  function wirePage(doc) {
+    var form = doc.getElementById("verifier");
+    if (!form || form.getAttribute("data-wired") === "yes") {
+      return;
+    }
+    form.setAttribute("data-wired", "yes");
+    var output = doc.getElementById("result");
+    var pasted = doc.getElementById("round-json");
+    var fill = doc.getElementById("fill-from-round");
+
+    function field(name) {
+      return form.elements.namedItem(name);
+    }
+
+    function show(status, title, lines) {
+      output.textContent = "";
+      output.setAttribute("data-status", status);
+      var heading = doc.createElement("h2");
+      heading.textContent = title;
+      output.appendChild(heading);
+      var list = doc.createElement("ul");
+      for (var i = 0; i < lines.length; i++) {
+        var item = doc.createElement("li");
+        item.className = lines[i].className || "";
+        item.textContent = lines[i].text;
+        list.appendChild(item);
+      }
+      output.appendChild(list);
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+
+    if (fill && pasted) {
+      fill.addEventListener("click", function () {
+        try {
+          var document_ = JSON.parse(pasted.value);
+          var round = document_ && document_.round ? document_.round : document_;
+          var fairness = (round && round.fairness) || {};
+          if (present(fairness.algorithmKey) && fairness.algorithmKey !== ALGORITHM_KEY) {
+            throw FairnessInputError(
+              "unsupported algorithmKey " + JSON.stringify(fairness.algorithmKey)
+            );
+          }
+          if (!round || !round.fairness) {
+            throw FairnessInputError("this JSON has no fairness block (a voided round?)");
+          }
+          field("clientSeed").value = fairness.clientSeed || "";
+          field("nonce").value = present(fairness.nonce) ? String(fairness.nonce) : "";
+          field("serverSeedHash").value = fairness.serverSeedHash || "";
+          field("rolledBps").value = present(round.rolledBps) ? String(round.rolledBps) : "";
+          field("chanceBps").value = present(round.chanceBps) ? String(round.chanceBps) : "";
+          field("isWin").value =
+            round.isWin === true ? "win" : round.isWin === false ? "loss" : "";
+          show("filled", "Form filled from the round", [
+            { text: "Now enter the revealed server seed and press Verify." }
+          ]);
+          field("serverSeed").focus();
+        } catch (error) {
+          show("error", "Could not read that round", [
+            { text: error instanceof SyntaxError ? "That is not valid JSON." : error.message }
+          ]);
+        }
+      });
+    }
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var claimedOutcome = field("isWin").value;
+      var input = {
+        serverSeed: field("serverSeed").value.trim(),
+        clientSeed: field("clientSeed").value,
+        nonce: field("nonce").value.trim(),
+        serverSeedHash: field("serverSeedHash").value.trim(),
+        rolledBps: field("rolledBps").value.trim(),
+        chanceBps: field("chanceBps").value.trim(),
+        isWin: claimedOutcome === "win" ? true : claimedOutcome === "loss" ? false : null
+      };
+      output.textContent = "Checking...";
+      verifyRound(input).then(
+        function (result) {
+          var lines = [
+            { text: "Server seed hash (SHA-256 of the server seed): " + result.serverSeedHash },
+            {
+              text:
+                "Roll: " + result.rolledBps + " (of 0 to 9999; block " + result.cursor +
+                ", word " + result.wordIndex + ")"
+            }
+          ];
+          if (result.isWin !== null) {
+            lines.push({
+              text:
+                "With a chance of " + result.chanceBps + " the round is a " +
+                outcomeWord(result.isWin) + " (" + result.rolledBps +
+                (result.isWin ? " is below " : " is not below ") + result.chanceBps + ")."
+            });
+          }
+          for (var i = 0; i < result.checks.length; i++) {
+            lines.push({
+              className: result.checks[i].ok ? "ok" : "bad",
+              text: (result.checks[i].ok ? "\u2714 " : "\u2718 ") + describe(result.checks[i])
+            });
+          }
+          var failed = result.checks.filter(function (c) {
+            return !c.ok;
+          }).length;
+          if (!result.checks.length) {
+            show("computed", "Computed (no claims given to check)", lines);
+          } else if (failed) {
+            show("bad", "NOT verified: " + failed + " of " + result.checks.length +
+              " checks failed", lines);
+          } else {
+            show("ok", "Verified: all " + result.checks.length + " checks passed", lines);
+          }
+        },
+        function (error) {
+          show("error", "Cannot verify", [{ text: error.message }]);
+        }
+      );
+    });
+  }
+
+  api.wirePage = wirePage;
+
+  if (typeof document !== "undefined" && document && document.getElementById) {
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", function () {
+        wirePage(document);
+      });
+    } else {
+      wirePage(document);
+    }
+  }
+
+  if (root) {
+    root.UpgraderFairness = api;
+  }
+  if (typeof module !== "undefined" && module && module.exports) {
+    module.exports = api;
+  }
+})(typeof globalThis !== "undefined" ? globalThis : typeof window !== "undefined" ? window : this);
