@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -52,7 +54,7 @@ OPENAPI = OpenAPIConfig(
 
 
 def create_app(
-    platform: Platform, *, workers: bool = True, extra_routes: list | None = None
+    platform: Platform, *, workers: bool | Iterable[str] = True, extra_routes: list | None = None
 ) -> Litestar:
     """The app over ``platform``; ``workers`` runs projections and the reconciler in-process."""
     runtime = Runtime(platform, workers=workers)

@@ -11,31 +11,6 @@ from collections.abc import Callable
 from application.config import ConfigError, load_config
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from api.app import create_app
-    from application.platform import Platform
-
-    config = load_config(args.config)
-    platform = Platform(config)
-    platform.record_configuration()
-    app = create_app(platform)
-    log = logging.getLogger("upgrader")
-    log.info(
-        "serving on http://%s:%d (%r)", config.service.host, config.service.port, platform.location
-    )
-    uvicorn.run(
-        app,
-        host=config.service.host,
-        port=config.service.port,
-        log_level="info",
-        access_log=False,
-        timeout_graceful_shutdown=10,
-    )
-    return 0
-
-
 def _check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     print(f"ok: {len(config.operators)} operators, {len(config.catalog.items)} catalogue items")
@@ -61,6 +36,8 @@ def command(
 
 # Each module here has ``register(commands)``: one line per module keeps edits apart.
 COMMAND_MODULES: list[str] = [
+    "api.cli_serve",
+    "api.cli_ops",
     "api.cli_verify",
     "api.cli_outbox",
     "api.cli_demo",
@@ -73,7 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", default=None, help="TOML configuration file (default: ops/demo/config.toml)"
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    command(commands, "serve", "run the HTTP API with its workers", _serve)
     command(commands, "check-config", "validate a configuration file and exit", _check_config)
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(commands)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 
 import anyio
 
@@ -25,13 +26,20 @@ from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts
 
 log = logging.getLogger("upgrader.runtime")
 
+# The background loops a process can run (``upgrader worker NAME``; ``serve`` runs all).
+BACKGROUND_LOOPS = ("projections", "reconciler", "dispatcher")
+
 
 class Runtime:
     def __init__(
-        self, platform: Platform, *, workers: bool = True, projection_interval: float = 0.2
+        self,
+        platform: Platform,
+        *,
+        workers: bool | Iterable[str] = True,
+        projection_interval: float = 0.2,
     ) -> None:
         self.platform = platform
-        self.workers = workers
+        self.loops = frozenset(BACKGROUND_LOOPS) if workers is True else frozenset(workers or ())
         self.projection_interval = projection_interval
         ensure_tables(platform.db, FAIRNESS_SCHEMA)
         service = platform.config.service
@@ -58,12 +66,16 @@ class Runtime:
 
     async def start(self) -> None:
         self._stopping = asyncio.Event()
-        if self.workers:
-            self._tasks = [
-                asyncio.create_task(self._project_forever(), name="projections"),
-                asyncio.create_task(self.reconciler.run_forever(self._stopping), name="reconciler"),
-                asyncio.create_task(self.webhooks.run_forever(self._stopping), name="webhooks"),
-            ]
+        loops = {
+            "projections": self._project_forever,
+            "reconciler": lambda: self.reconciler.run_forever(self._stopping),
+            "dispatcher": lambda: self.webhooks.run_forever(self._stopping),
+        }
+        self._tasks = [
+            asyncio.create_task(loops[name](), name=name)
+            for name in BACKGROUND_LOOPS
+            if name in self.loops
+        ]
 
     async def _project_forever(self) -> None:
         while not self._stopping.is_set():

@@ -108,6 +108,7 @@ def render_payload(hook_id: str, opening: dict[str, Any], settlement: dict[str, 
 
 class WebhookOutbox:
     name = NAME
+    rebuild_tables = PROJECTION_TABLES  # webhook_deliveries is operational state
     topics = frozenset({OPENED, SETTLED, VOIDED, PROFILE_REGISTERED, PROFILE_SETTINGS})
     schema = [
         """CREATE TABLE IF NOT EXISTS webhook_outbox (

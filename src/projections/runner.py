@@ -8,6 +8,7 @@ row is advanced with a compare-and-set, and the loser's transaction is rolled ba
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Protocol
 
@@ -93,3 +94,46 @@ class ProjectionRunner:
 
     def run_pass(self) -> int:
         return sum(self.step(name) for name in self.projections)
+
+
+def tables_of(projection: Projection) -> tuple[str, ...]:
+    """The tables a rebuild empties: ``rebuild_tables`` if the projection names them (to
+    keep operational state such as delivery or retry bookkeeping), else all it creates."""
+    named = getattr(projection, "rebuild_tables", None)
+    if named is not None:
+        return tuple(named)
+    return tuple(
+        m.group(1)
+        for statement in projection.schema
+        if (m := re.search(r"CREATE TABLE IF NOT EXISTS (\w+)", statement))
+    )
+
+
+def rebuild(runner: ProjectionRunner, name: str) -> int:
+    """Empty one projection's tables, rewind it to 0 and replay the log; returns the head."""
+    projection = runner.projections[name]
+    with runner._locks[name], runner.db.transaction() as cur:
+        cur.execute("UPDATE projection_tracking SET position = 0 WHERE name = ?", (name,))
+        for table in tables_of(projection):
+            cur.execute(f"DELETE FROM {table}")  # noqa: S608 - names from our own DDL
+    head = runner.head()
+    runner.catch_up(name, until=head)
+    return head
+
+
+def status(runner: ProjectionRunner, now: float) -> list[dict[str, Any]]:
+    """Per projection: position, head, lag in events and in seconds (age of the oldest
+    event not yet applied; 0 when up to date)."""
+    head = runner.head()
+    rows = []
+    for name in runner.projections:
+        position = runner.position(name)
+        lag_seconds = 0.0
+        if position < head:
+            first = runner.events.recorder.select_notifications(position + 1, 1)
+            if first:
+                event = runner.events.mapper.to_domain_event(first[0])
+                lag_seconds = max(0.0, now - event.timestamp.timestamp())
+        rows.append({"name": name, "position": position, "head": head,
+                     "lag_events": head - position, "lag_seconds": round(lag_seconds, 3)})
+    return rows

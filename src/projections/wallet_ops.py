@@ -28,6 +28,7 @@ EVENTS = {
 class WalletDebitAttempts:
     name = "wallet_debit_attempts"
     topics = frozenset(EVENTS)
+    rebuild_tables = ("wallet_debit_attempts",)  # wallet_retries is operational state
     schema = [
         """CREATE TABLE IF NOT EXISTS wallet_debit_attempts (
             debit_key TEXT PRIMARY KEY,

@@ -1,0 +1,27 @@
+"""ASGI entry for several API processes (``upgrader serve --workers N``).
+
+uvicorn imports ``api.asgi:create`` in every worker process; the configuration file
+comes from ``UPGRADER_CONFIG`` and the background loops the process runs from
+``UPGRADER_LOOPS`` (comma-separated; empty for API-only processes).
+"""
+
+from __future__ import annotations
+
+import os
+
+from litestar import Litestar
+
+from api.app import create_app
+from application.config import load_config
+from application.platform import Platform
+
+
+def create() -> Litestar:
+    config = load_config(os.environ.get("UPGRADER_CONFIG") or None)
+    loops = [name for name in os.environ.get("UPGRADER_LOOPS", "").split(",") if name]
+    pool = int(os.environ.get("UPGRADER_POOL_SIZE", "8"))
+    platform = Platform(config, pool_size=pool)
+    platform.record_configuration()  # idempotent; also loads the recorded versions
+    app = create_app(platform, workers=loops)
+    app.on_shutdown.append(platform.close)
+    return app

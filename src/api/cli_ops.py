@@ -1,0 +1,132 @@
+"""Operations commands: ``upgrader wallet pending`` and ``upgrader projections status|rebuild``.
+
+``wallet pending`` lists the debits and credits the wallet has not confirmed: debits
+in flight or uncertain (owed a rollback, with their retry state, and those escalated
+after 24 h for a person) and cash-back credits being re-sent.
+``projections status`` shows each read model's position, the log's head and the lag in
+events and seconds; ``projections rebuild [NAME]`` replays the log into empty tables
+(operational bookkeeping such as retry and delivery state is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from api.cli import command
+from application.clock import iso_utc
+from application.config import load_config
+
+
+def _runtime(args: argparse.Namespace) -> Any:
+    from api.runtime import Runtime
+    from application.platform import Platform
+
+    platform = Platform(load_config(args.config), pool_size=2)
+    return Runtime(platform, workers=())
+
+
+def _print_table(title: str, columns: list[str], rows: list[list[Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([dict(zip(columns, row, strict=True)) for row in rows]))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    Console(file=sys.stdout).print(table)
+
+
+def pending_wallet_operations(runtime: Any) -> list[list[Any]]:
+    runtime.runner.catch_up("wallet_debit_attempts")
+    runtime.runner.catch_up("wallet_credit_attempts")
+    with runtime.platform.db.transaction() as cur:
+        cur.execute(
+            "SELECT 'debit', a.debit_key, a.amount_minor, a.currency, a.state, a.escalated, "
+            "COALESCE(r.tries, 0), r.next_try_at, r.last_error, a.attempted_at "
+            "FROM wallet_debit_attempts a LEFT JOIN wallet_retries r "
+            "ON r.debit_key = a.debit_key WHERE a.state IN ('in_flight', 'uncertain') "
+            "UNION ALL "
+            "SELECT 'credit', c.credit_key, c.amount_minor, c.currency, c.state, 0, "
+            "COALESCE(r.tries, 0), r.next_try_at, r.last_error, c.attempted_at "
+            "FROM wallet_credit_attempts c LEFT JOIN wallet_retries r "
+            "ON r.debit_key = c.credit_key WHERE c.state IN ('in_flight', 'uncertain') "
+            "ORDER BY 10"
+        )
+        rows = cur.fetchall()
+    return [
+        [
+            kind,
+            key,
+            amount,
+            currency,
+            "escalated" if escalated else state,
+            tries,
+            iso_utc(next_try) if next_try else None,
+            error,
+            iso_utc(at),
+        ]
+        for kind, key, amount, currency, state, escalated, tries, next_try, error, at in rows
+    ]
+
+
+def _wallet_pending(args: argparse.Namespace) -> int:
+    runtime = _runtime(args)
+    rows = pending_wallet_operations(runtime)
+    columns = [
+        "kind",
+        "key",
+        "amountMinor",
+        "currency",
+        "state",
+        "tries",
+        "nextTryAt",
+        "lastError",
+        "attemptedAt",
+    ]
+    _print_table("Wallet operations awaiting the wallet", columns, rows, args.json)
+    runtime.platform.close()
+    return 0
+
+
+def _projections(args: argparse.Namespace) -> int:
+    from projections.runner import rebuild, status
+
+    runtime = _runtime(args)
+    try:
+        if args.action == "rebuild":
+            names = [args.name] if args.name else list(runtime.runner.projections)
+            unknown = [n for n in names if n not in runtime.runner.projections]
+            if unknown:
+                print(
+                    f"upgrader: no projection {unknown[0]!r}; one of "
+                    f"{', '.join(runtime.runner.projections)}",
+                    file=sys.stderr,
+                )
+                return 2
+            for name in names:
+                head = rebuild(runtime.runner, name)
+                print(f"rebuilt {name} up to event {head}")
+            return 0
+        rows = status(runtime.runner, runtime.platform.clock.now())
+        columns = ["name", "position", "head", "lag_events", "lag_seconds"]
+        _print_table("Projections", columns, [[r[c] for c in columns] for r in rows], args.json)
+        return 0
+    finally:
+        runtime.platform.close()
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    wallet = command(commands, "wallet", "wallet operations awaiting the wallet", _wallet_pending)
+    wallet.add_argument("what", choices=["pending"])
+    wallet.add_argument("--json", action="store_true", help="print JSON rows")
+    projections = command(commands, "projections", "read model status and rebuilds", _projections)
+    projections.add_argument("action", choices=["status", "rebuild"])
+    projections.add_argument("name", nargs="?", help="with rebuild: one projection (default all)")
+    projections.add_argument("--json", action="store_true", help="status as JSON rows")
