@@ -134,6 +134,13 @@ def status(runner: ProjectionRunner, now: float) -> list[dict[str, Any]]:
             if first:
                 event = runner.events.mapper.to_domain_event(first[0])
                 lag_seconds = max(0.0, now - event.timestamp.timestamp())
-        rows.append({"name": name, "position": position, "head": head,
-                     "lag_events": head - position, "lag_seconds": round(lag_seconds, 3)})
+        rows.append(
+            {
+                "name": name,
+                "position": position,
+                "head": head,
+                "lag_events": head - position,
+                "lag_seconds": round(lag_seconds, 3),
+            }
+        )
     return rows
