@@ -66,7 +66,7 @@ def create_app(
         openapi_config=OPENAPI,
         middleware=[player_cors],
         debug=False,
-        request_max_body_size=1_048_576,
+        request_max_body_size=platform.config.service.max_body_bytes,
     )
     app.state.platform = platform
     app.state.runtime = runtime

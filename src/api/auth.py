@@ -6,6 +6,8 @@ handler then decodes the same bytes) and leaves the operator id on ``request.sta
 
 from __future__ import annotations
 
+import hashlib
+
 import anyio
 import msgspec
 from litestar import Request
@@ -53,6 +55,13 @@ async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
         raise PlatformError(outcome.value, 401, _MESSAGES[outcome])
     connection.state.operator_id = outcome.operator_id
     connection.state.key_id = outcome.key_id
+    limits = platform.directory.operators[outcome.operator_id].config.limits
+    await anyio.to_thread.run_sync(
+        platform.limiter.hit,
+        f"key:{outcome.key_id}",
+        limits.requests_per_second_per_key,
+        "requests for this key",
+    )
 
 
 def bearer_token(connection: ASGIConnection) -> str | None:
@@ -69,6 +78,14 @@ async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     session: PlayerSession = await anyio.to_thread.run_sync(platform.sessions.authenticate, token)
     connection.state.session = session
     connection.state.operator_id = session.operator_id
+    limits = platform.directory.operators[session.operator_id].config.limits
+    bucket = f"session:{hashlib.sha256((token or '').encode()).hexdigest()[:32]}"
+    await anyio.to_thread.run_sync(
+        platform.limiter.hit,
+        bucket,
+        limits.requests_per_second_per_session,
+        "requests for this session",
+    )
 
 
 async def strict_body(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:

@@ -44,6 +44,8 @@ ERROR_RESPONSES = {
         403: "not allowed (GAME_DISABLED, UPGRADER_MODE_DISABLED, PLAYER_BLOCKED, ...)",
         404: "NOT_FOUND",
         409: "IDEMPOTENCY_CONFLICT or ACTION_IN_PROGRESS",
+        413: "PAYLOAD_TOO_LARGE",
+        429: "RATE_LIMITED (see Retry-After)",
         422: "VALIDATION_ERROR or a documented business refusal",
         503: "WALLET_UNAVAILABLE or SERVICE_UNAVAILABLE",
     }.items()
@@ -56,16 +58,34 @@ def error_response(code: str, status: int, message: str, **extra: Any) -> Respon
 
 
 def platform_error(_: Request, exc: PlatformError) -> Response:
-    return error_response(exc.code, exc.status, exc.message, **exc.extra)
+    extra = dict(exc.extra)
+    retry_after = extra.pop("retry_after", None)
+    response = error_response(exc.code, exc.status, exc.message, **extra)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
-def validation_failed(_: Request, exc: ValidationException) -> Response:
+def _wire_name(request: Request, key: str) -> str:
+    """The name the client sent (a query alias such as ``wagerMinor``), not the Python one."""
+    try:
+        parameter = request.route_handler.parsed_fn_signature.parameters.get(key)
+    except Exception:  # no route (e.g. a 404 path): keep the key
+        return key
+    alias = getattr(getattr(parameter, "kwarg_definition", None), "name", None)
+    return alias or key
+
+
+def validation_failed(request: Request, exc: ValidationException) -> Response:
     problems = exc.extra if isinstance(exc.extra, list) else []
     parts = []
     for problem in problems:
         if isinstance(problem, dict):
             key = problem.get("key")
-            parts.append(f"{key}: {problem.get('message')}" if key else str(problem.get("message")))
+            message = str(problem.get("message"))
+            parts.append(f"{_wire_name(request, key)}: {message}" if key else message)
+    if not parts and exc.detail and exc.detail.startswith("Missing required"):
+        parts.append(exc.detail.split(" for path ", 1)[0])
     return error_response("VALIDATION_ERROR", 422, "; ".join(parts) or "malformed request")
 
 

@@ -35,6 +35,7 @@ class ServiceConfig(_Strict):
     launch_token_ttl_seconds: int = 120
     uncertain_debit_grace_seconds: int = 60
     wallet_timeout_seconds: float = 10
+    max_body_bytes: int = 65536
 
 
 class KeyConfig(_Strict):
@@ -69,6 +70,14 @@ class UpgraderConfig(_Strict):
     nuggets_cost_percent: int = 0
 
 
+class LimitsConfig(_Strict):
+    """Abuse limits per operator (429 RATE_LIMITED with Retry-After); 0 switches one off."""
+
+    requests_per_second_per_key: int = 500
+    requests_per_second_per_session: int = 30
+    plays_per_second_per_player: int = 10
+
+
 class OperatorConfig(_Strict):
     id: str
     base_currency: str
@@ -80,6 +89,8 @@ class OperatorConfig(_Strict):
     keys: list[KeyConfig] = msgspec.field(default_factory=list)
     currencies: list[CurrencyConfig] = msgspec.field(default_factory=list)
     upgrader: UpgraderConfig = msgspec.field(default_factory=UpgraderConfig)
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    allowed_frame_origins: list[str] = msgspec.field(default_factory=lambda: ["*"])
 
     def __repr__(self) -> str:
         return f"OperatorConfig(id={self.id!r}, outbound_secret='***', keys={self.keys!r})"

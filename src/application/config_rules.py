@@ -10,6 +10,7 @@ from domain.money import parse_rate
 
 KNOWN_GAMES = frozenset({"upgrader"})
 _CURRENCY_CODE = re.compile(r"^[A-Z]{3}$")
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 
 
 def first_problem(config: Config) -> str | None:
@@ -45,6 +46,8 @@ def _service_problems(config: Config) -> Iterator[str]:
     for name in ("session_idle_seconds", "launch_token_ttl_seconds", "wallet_timeout_seconds"):
         if getattr(service, name) <= 0:
             yield f"service.{name}: must be above 0"
+    if not 1024 <= service.max_body_bytes <= 10_485_760:
+        yield "service.max_body_bytes: must be within 1024..10485760"
     if service.uncertain_debit_grace_seconds <= service.wallet_timeout_seconds:
         # a shorter grace would roll back debits a live request is still waiting on
         yield ("service.uncertain_debit_grace_seconds: must be greater than wallet_timeout_seconds")
@@ -76,6 +79,19 @@ def _operator_problems(where: str, operator: OperatorConfig) -> Iterator[str]:
     if operator.base_currency not in codes:
         yield f"{where}.base_currency: {operator.base_currency!r} has no entry in currencies"
     yield from _upgrader_problems(f"{where}.upgrader", operator.upgrader)
+    for name in (
+        "requests_per_second_per_key",
+        "requests_per_second_per_session",
+        "plays_per_second_per_player",
+    ):
+        if getattr(operator.limits, name) < 0:
+            yield f"{where}.limits.{name}: must not be negative (0 switches the limit off)"
+    for origin in operator.allowed_frame_origins:
+        if origin != "*" and not _ORIGIN.match(origin):
+            yield (
+                f"{where}.allowed_frame_origins: {origin!r} is not '*' or an origin "
+                "like https://casino.example"
+            )
 
 
 def _upgrader_problems(where: str, upgrader: UpgraderConfig) -> Iterator[str]:

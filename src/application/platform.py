@@ -12,6 +12,8 @@ from application.config import Config
 from application.config_sync import record_config, recorded_versions
 from application.database_url import DatabaseLocation, ensure_schema, parse_database_url
 from application.directory import Directory
+from application.rate_limits import SCHEMA as RATE_SCHEMA
+from application.rate_limits import RateLimiter
 from application.sessions import SCHEMA as SESSION_SCHEMA
 from application.sessions import Sessions
 from application.sql import SqlDatabase, open_database
@@ -41,7 +43,8 @@ class Platform:
         ensure_schema(self.location)
         self.events = EventStore(env=self.location.eventsourcing_env())
         self.db = open_database(self.location, pool_size=pool_size)
-        ensure_tables(self.db, SESSION_SCHEMA)
+        ensure_tables(self.db, [*SESSION_SCHEMA, *RATE_SCHEMA])
+        self.limiter = RateLimiter(self.db, self.clock)
         self.directory = Directory.from_config(config)
         self.config_versions: dict[str, int] = {}
         self.catalog_versions: dict[int, int] = {}

@@ -20,6 +20,11 @@ BASE: dict[str, Any] = {
         {
             "id": "op-a",
             "base_currency": "EUR",
+            "limits": {
+                "requests_per_second_per_key": 100000,
+                "requests_per_second_per_session": 100000,
+                "plays_per_second_per_player": 100000,
+            },
             "outbound_secret": "outbound-a-secret",
             "enabled_games": ["upgrader"],
             "keys": [
@@ -137,6 +142,7 @@ def make_config(
             operator["wallet_url"] = wallet_url
             operator["webhook_url"] = wallet_url.rsplit("/", 1)[0] + "/webhooks"
     return parse_config(raw, source="test-config", env={})
+
 
 KEYS["key-i"] = "secret-i-1"
 OUTBOUND = {

@@ -15,7 +15,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from api.auth import player_guard, s2s_guard, strict_body
 from api.errors import ERROR_RESPONSES
-from api.routes.upgrader import PlayerQuery, prizes_answer
+from api.routes.upgrader import PlayerQuery, limit_plays, prizes_answer
 from api.runtime import Runtime
 from api.schemas_upgrader import (
     CashoutAnswer,
@@ -86,6 +86,7 @@ def _ids(plain: list[int] | None, bracketed: list[int] | None) -> list[int]:
 
 
 async def play_items(runtime: Runtime, operator_id: str, player: str, body: PlayItemsBody) -> Any:
+    await limit_plays(runtime, operator_id, player)
     return await runtime.items.play(
         PlayItems(
             operator_id=operator_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
@@ -88,6 +89,7 @@ def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> dict[s
 
 
 async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) -> Any:
+    await limit_plays(runtime, operator_id, player)
     return await runtime.balance.play(
         PlayBalance(
             operator_id=operator_id,
@@ -99,6 +101,18 @@ async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) 
             currency=body.currency,
             locale=body.locale,
         )
+    )
+
+
+async def limit_plays(runtime: Runtime, operator_id: str, player: str) -> None:
+    """Plays per player per second (operator setting), across every API process."""
+    platform = runtime.platform
+    limit = platform.directory.operators[operator_id].config.limits.plays_per_second_per_player
+    await anyio.to_thread.run_sync(
+        platform.limiter.hit,
+        f"plays:{len(operator_id)}:{operator_id}:{player}",
+        limit,
+        "plays for this player",
     )
 
 
