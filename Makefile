@@ -16,13 +16,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## make run: the platform with the demo config on an embedded SQLite file under var/,
-## and the reference operator (wallet + webhook receiver) on 127.0.0.1:8001.
+## and the reference operator (wallet, webhooks and the page embedding the game, with a
+## funded player-1) on 127.0.0.1:$(WALLET_PORT); prints the one URL to open. Ctrl-C stops both.
 run: $(STAMP)
-	mkdir -p var
-	@$(BIN)/python -m ops.reference_operator.wallet --port $(WALLET_PORT) \
-		--config $(CONFIG) --fund demo:player-1:EUR:100000 & \
-	wallet=$$!; trap "kill $$wallet 2>/dev/null" EXIT INT TERM; \
-	$(BIN)/upgrader serve --config $(CONFIG)
+	@mkdir -p var
+	@$(BIN)/upgrader demo --config $(CONFIG) --wallet-port $(WALLET_PORT)
 
 ## make serve: the platform alone (no reference operator).
 serve: $(STAMP)

@@ -40,6 +40,7 @@ COMMAND_MODULES: list[str] = [
     "api.cli_ops",
     "api.cli_verify",
     "api.cli_outbox",
+    "api.cli_demo",
 ]
 
 

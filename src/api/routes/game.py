@@ -1,0 +1,87 @@
+"""The player-facing game app: one static page and its assets, served by the platform.
+
+``GET /game/upgrader?launchToken=...`` answers the app's HTML (the token is read by the
+app in the browser, never by the server); ``GET /game/assets/{file}`` its CSS, scripts
+and item images from ``api/static/game/``, plus the shared ``fairness.js`` verifier.
+No build step and no inline script: the Content-Security-Policy allows scripts from this
+origin only. ``frame-ancestors *`` lets any operator site embed the game for now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from litestar import Controller, Response, get
+from litestar.params import FromPath
+
+from application.errors import not_found
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+GAME = STATIC / "game"
+SHARED_ASSETS = {"fairness.js": STATIC / "fairness.js"}
+
+MEDIA_TYPES = {
+    ".html": "text/html",
+    ".css": "text/css",
+    ".js": "text/javascript",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".webp": "image/webp",
+    ".ico": "image/x-icon",
+}
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data: https:",
+        "connect-src 'self'",
+        "font-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors *",
+    ]
+)
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _file_response(path: Path, cache_control: str) -> Response[bytes]:
+    return Response(
+        content=path.read_bytes(),
+        media_type=MEDIA_TYPES[path.suffix],
+        headers={**SECURITY_HEADERS, "Cache-Control": cache_control},
+    )
+
+
+def asset_path(name: str) -> Path | None:
+    """The file under the game folder that ``name`` names, or None (no escaping it)."""
+    name = name.lstrip("/")
+    if name in SHARED_ASSETS:
+        return SHARED_ASSETS[name]
+    candidate = (GAME / name).resolve()
+    if not candidate.is_relative_to(GAME) or candidate.suffix not in MEDIA_TYPES:
+        return None
+    return candidate if candidate.is_file() else None
+
+
+class GameController(Controller):
+    path = "/game"
+    include_in_schema = False
+
+    @get("/upgrader", sync_to_thread=False)
+    def upgrader(self) -> Response[bytes]:
+        # The page carries a launch token in its URL until the app removes it: never cache.
+        return _file_response(GAME / "index.html", "no-store")
+
+    @get("/assets/{name:path}", sync_to_thread=False)
+    def asset(self, name: FromPath[str]) -> Response[bytes]:
+        found = asset_path(name)
+        if found is None:
+            raise not_found("asset")
+        return _file_response(found, "no-cache")
