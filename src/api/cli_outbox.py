@@ -64,7 +64,10 @@ def _open_platform(args: argparse.Namespace) -> Any:
     from projections.outbox import WebhookOutbox
 
     platform = Platform(load_config(args.config))
-    ensure_tables(platform.db, WebhookOutbox.schema)
+    # the tables only (no-ops when they exist): an index statement would lock the tables
+    # against a running server's projection step
+    tables = [s for s in WebhookOutbox.schema if s.lstrip().startswith("CREATE TABLE")]
+    ensure_tables(platform.db, tables)
     return platform
 
 

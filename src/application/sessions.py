@@ -114,6 +114,10 @@ class Sessions:
             raise launch_token_invalid() from None
         return claims
 
+    def peek_launch_token(self, token: str) -> LaunchClaims | None:
+        """The token's claims when its signature verifies (not redeemed, expiry unchecked)."""
+        return self._verified_claims(token)
+
     def _verified_claims(self, token: str) -> LaunchClaims | None:
         payload, _, mac = token.partition(".")
         try:

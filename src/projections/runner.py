@@ -14,12 +14,45 @@ from typing import Any, Protocol
 
 from eventsourcing.application import Application
 
-from application.sql import SqlDatabase
+from application.sql import DuplicateRow, SqlDatabase
 
 TRACKING_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS projection_tracking (
         name TEXT PRIMARY KEY, position BIGINT NOT NULL)""",
 ]
+
+
+_CREATES = re.compile(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+
+
+def _exists(db: SqlDatabase, name: str) -> bool:
+    with db.transaction() as cur:
+        if db.dialect == "sqlite":
+            cur.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,))
+            return cur.fetchone() is not None
+        cur.execute("SELECT to_regclass(?) IS NOT NULL", (name,))
+        return bool(cur.fetchone()[0])
+
+
+def ensure_schema(db: SqlDatabase, statements: list[str]) -> None:
+    """Create what is missing, one statement per transaction.
+
+    Running ``CREATE ... IF NOT EXISTS`` for objects that exist still takes locks on
+    PostgreSQL; a process starting while another projects could deadlock with it.
+    """
+    for statement in statements:
+        match = _CREATES.search(statement)
+        if match and _exists(db, match.group(1)):
+            continue
+        try:
+            with db.transaction() as cur:
+                cur.execute(statement)
+        except DuplicateRow:
+            # PostgreSQL: another process created it between our check and our CREATE
+            # ("IF NOT EXISTS" does not cover that race; the catalog's unique index
+            # refuses the second one). Anything else is a real error.
+            if not (match and _exists(db, match.group(1))):
+                raise
 
 
 class Projection(Protocol):
@@ -43,12 +76,9 @@ class ProjectionRunner:
         self.projections = {p.name: p for p in projections}
         self.batch_size = batch_size
         self._locks = {p.name: threading.Lock() for p in projections}
-        with db.transaction() as cur:
-            for statement in TRACKING_SCHEMA:
-                cur.execute(statement)
-            for projection in projections:
-                for statement in projection.schema:
-                    cur.execute(statement)
+        ensure_schema(db, [*TRACKING_SCHEMA, *(st for p in projections for st in p.schema)])
+        for projection in projections:
+            with db.transaction() as cur:
                 cur.execute(
                     "INSERT INTO projection_tracking (name, position) VALUES (?, 0) "
                     "ON CONFLICT (name) DO NOTHING",

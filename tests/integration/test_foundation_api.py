@@ -222,3 +222,44 @@ def test_openapi_documents_routes_security_and_error_body(api: Api) -> None:
     for path in ("/api/s2s/health", "/api/s2s/launches", "/api/play/session/init"):
         assert path in document["paths"]
     assert "ErrorBody" in document["components"]["schemas"]
+
+
+def test_the_game_page_may_be_framed_only_by_the_operators_origins(
+    database_url, wallet, clock
+) -> None:
+    from api.app import create_app
+    from application.platform import Platform
+    from tests.support.config import make_config, raw_config
+    from tests.support.live import LiveServer
+
+    raw = raw_config(database_url)
+    raw["operators"][0]["allowed_frame_origins"] = [
+        "https://casino.example",
+        "http://127.0.0.1:8001",
+    ]
+    raw["operators"][1]["allowed_frame_origins"] = ["https://other.example"]
+    platform = Platform(make_config(database_url, raw, wallet_url=wallet.url), clock=clock)
+    platform.record_configuration()
+    with LiveServer(create_app(platform)) as live:
+        api = Api(live.url, clock)
+        token = _launch(api)
+        page = api.http.get("/game/upgrader", params={"launchToken": token})
+        policy = page.headers["content-security-policy"]
+        assert policy.endswith("frame-ancestors https://casino.example http://127.0.0.1:8001")
+        assert "script-src 'self'" in policy
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["referrer-policy"] == "no-referrer"
+        other = _launch(api, key_id="key-b", secret="secret-b-1")
+        assert (
+            api.http.get("/game/upgrader", params={"launchToken": other})
+            .headers["content-security-policy"]
+            .endswith("frame-ancestors https://other.example")
+        )
+        # without a verifiable token: any configured operator's origins ('*' for the rest)
+        assert (
+            api.http.get("/game/upgrader", params={"launchToken": "forged.x"})
+            .headers["content-security-policy"]
+            .endswith("frame-ancestors *")
+        )
+        api.close()
+    platform.close()

@@ -10,11 +10,14 @@ origin only. ``frame-ancestors *`` lets any operator site embed the game for now
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from litestar import Controller, Response, get
-from litestar.params import FromPath
+from litestar.datastructures import State
+from litestar.params import FromPath, QueryParameter
 
 from application.errors import not_found
+from application.platform import Platform
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 GAME = STATIC / "game"
@@ -40,7 +43,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "font-src 'self'",
         "base-uri 'none'",
         "form-action 'none'",
-        "frame-ancestors *",
     ]
 )
 
@@ -51,12 +53,26 @@ SECURITY_HEADERS = {
 }
 
 
-def _file_response(path: Path, cache_control: str) -> Response[bytes]:
-    return Response(
-        content=path.read_bytes(),
-        media_type=MEDIA_TYPES[path.suffix],
-        headers={**SECURITY_HEADERS, "Cache-Control": cache_control},
-    )
+def frame_ancestors(platform: Platform, launch_token: str | None) -> str:
+    """Who may frame the game: the launching operator's ``allowed_frame_origins``; without
+    a verifiable launch token (a reload, a bad link), any configured operator's origins."""
+    claims = platform.sessions.peek_launch_token(launch_token) if launch_token else None
+    operators = platform.directory.operators
+    if claims is not None and claims.operator_id in operators:
+        origins = operators[claims.operator_id].config.allowed_frame_origins
+    else:
+        origins = sorted({o for op in operators.values() for o in op.config.allowed_frame_origins})
+    if "*" in origins:
+        return "frame-ancestors *"
+    return "frame-ancestors " + (" ".join(origins) if origins else "'none'")
+
+
+def _file_response(
+    path: Path, cache_control: str, ancestors: str = "frame-ancestors 'none'"
+) -> Response[bytes]:
+    headers = {**SECURITY_HEADERS, "Cache-Control": cache_control}
+    headers["Content-Security-Policy"] = f"{CONTENT_SECURITY_POLICY}; {ancestors}"
+    return Response(content=path.read_bytes(), media_type=MEDIA_TYPES[path.suffix], headers=headers)
 
 
 def asset_path(name: str) -> Path | None:
@@ -75,9 +91,14 @@ class GameController(Controller):
     include_in_schema = False
 
     @get("/upgrader", sync_to_thread=False)
-    def upgrader(self) -> Response[bytes]:
+    def upgrader(
+        self,
+        state: State,
+        launch_token: Annotated[str | None, QueryParameter(name="launchToken")] = None,
+    ) -> Response[bytes]:
         # The page carries a launch token in its URL until the app removes it: never cache.
-        return _file_response(GAME / "index.html", "no-store")
+        ancestors = frame_ancestors(state.platform, launch_token)
+        return _file_response(GAME / "index.html", "no-store", ancestors)
 
     @get("/assets/{name:path}", sync_to_thread=False)
     def asset(self, name: FromPath[str]) -> Response[bytes]:
