@@ -65,10 +65,13 @@ def stake_quote(
     *,
     for_play: bool,
 ) -> tuple[Quote, dict[str, Any], dict[str, Any], list]:
-    """Checks in the order of decisions §7 and the counted stake (shared with prizes)."""
+    """Checks in the order of decisions §7 and the counted stake (shared with prizes).
+
+    The ids' shape (none, more than 20, one twice) is malformed input: it is answered
+    before the game, mode and currency checks."""
+    check_item_ids(stake_ids, "stakeItemIds")
     operator = operator_for_mode(platform.directory, operator_id, "items")
     currency = operator.currency(currency_code)
-    check_item_ids(stake_ids, "stakeItemIds")
     from application.upgrader import check_chance
     from domain.upgrader_rules import derive_selector_config
 
@@ -102,6 +105,8 @@ class ItemsPlays:
         self.locks = ActionLocks()
 
     async def play(self, command: PlayItems) -> dict[str, Any]:
+        # malformed input first (decisions §7): before idempotency, game and mode
+        check_item_ids(command.stake_item_ids, "stakeItemIds")
         rid = round_id(command.operator_id, command.player_external_id, command.client_action_id)
         operator = self.platform.directory.operators[command.operator_id]
         body_print = fingerprint(
