@@ -53,7 +53,6 @@ class Runtime:
                 WalletCreditAttempts(),
                 InventoryView(),
                 WebhookOutbox(),
-                HashChain(platform.events.recorder),
             ],
         )
         self.fairness = FairnessService(platform)
