@@ -8,7 +8,7 @@ from application.config import CatalogItemConfig, Config, OperatorConfig
 from application.errors import PlatformError
 from domain.money import Currency, parse_rate
 from domain.signing import SigningKey
-from domain.upgrader_rules import CatalogItem, UpgraderSettings
+from domain.upgrader_rules import CatalogItem, PriceIndex, UpgraderSettings
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,15 @@ class Directory:
     keyring: dict[str, SigningKey] = field(repr=False)
     catalog_access: dict[str, bool]
     catalog: dict[int, CatalogItem]
+    _indexes: dict[tuple[str, str], PriceIndex] = field(default_factory=dict, repr=False)
+
+    def price_index(self, operator: Operator, currency: Currency) -> PriceIndex:
+        """The operator's eligible items priced in ``currency`` (built once, then cached)."""
+        key = (operator.id, currency.code)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = PriceIndex(self.catalog.values(), operator.base, currency)
+        return index
 
     @classmethod
     def from_config(cls, config: Config) -> Directory:

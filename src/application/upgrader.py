@@ -21,7 +21,6 @@ from domain.upgrader_rules import (
     derive_selector_config,
     is_eligible,
     prize_of,
-    select_prizes,
     target_band,
 )
 
@@ -37,16 +36,9 @@ class Quote:
     chance_bps: int
     band: Band
 
-    def prizes(self, catalog: dict[int, CatalogItem], locale: str | None) -> list[Prize]:
-        settings = self.operator.settings
-        return select_prizes(
-            catalog.values(),
-            self.band,
-            self.operator.base,
-            self.currency,
-            locale,
-            settings.prize_list_limit,
-        )
+    def prizes(self, directory: Directory, locale: str | None) -> list[Prize]:
+        limit = self.operator.settings.prize_list_limit
+        return directory.price_index(self.operator, self.currency).select(self.band, locale, limit)
 
 
 def operator_for_mode(directory: Directory, operator_id: str, mode: str) -> Operator:

@@ -7,6 +7,7 @@ are repriced (exact, then half-even) before they are compared with the band.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -221,3 +222,34 @@ def select_prizes(
     in_band = [prize for prize in prizes if band.contains(prize.value_minor)]
     in_band.sort(key=lambda prize: (-prize.value_minor, prize.item_id))
     return in_band[: max(limit, 0)]
+
+
+class PriceIndex:
+    """Eligible items sorted by their value in one currency, for band look-ups.
+
+    Built once per (operator, currency) from a fixed catalogue; ``select`` gives the same
+    answer as :func:`select_prizes` by bisecting the band instead of repricing every item.
+    """
+
+    def __init__(self, catalog: Iterable[CatalogItem], base: Currency, currency: Currency):
+        # ascending by value, ties by item_id DEScending: reversed, a slice is in the
+        # answer's order (value descending, ties by item_id ascending)
+        priced = sorted(
+            (
+                (reprice(item.value_minor, base, currency), item.item_id, item)
+                for item in catalog
+                if is_eligible(item)
+            ),
+            key=lambda entry: (entry[0], -entry[1]),
+        )
+        self.values = [value for value, _, _ in priced]
+        self.items = [item for _, _, item in priced]
+        self.base = base
+        self.currency = currency
+
+    def select(self, band: Band, locale: str | None, limit: int) -> list[Prize]:
+        """In-band items, highest value first, ties by ``item_id`` ascending, at most ``limit``."""
+        low = bisect_left(self.values, band.lower_minor)
+        high = bisect_right(self.values, band.upper_minor)
+        chosen = self.items[max(low, high - max(limit, 0)) : high][::-1]
+        return [prize_of(item, self.base, self.currency, locale) for item in chosen]

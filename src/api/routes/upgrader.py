@@ -39,6 +39,8 @@ from projections.rounds import get_round, list_rounds
 
 PlayerQuery = Annotated[str, QueryParameter(name="playerExternalId", min_length=1, max_length=128)]
 Limit = Annotated[int, QueryParameter(ge=1, le=100)]
+# Checked in rounds_page (VALIDATION_ERROR naming the field); documented here.
+Cursor = Annotated[str | None, QueryParameter(schema_extra={"pattern": "^[0-9]{1,18}$"})]
 
 
 def _runtime(state: State) -> Runtime:
@@ -81,7 +83,7 @@ def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> dict[s
                 currency=p.currency,
                 image_url=p.image_url,
             )
-            for p in quoted.prizes(runtime.platform.directory.catalog, locale)
+            for p in quoted.prizes(runtime.platform.directory, locale)
         ],
         config=UpgraderConfigWire.of(quoted.config),
     )
@@ -162,7 +164,7 @@ class S2SUpgraderController(Controller):
         state: State,
         player: PlayerQuery,
         limit: Limit = 20,
-        cursor: FromQuery[str | None] = None,
+        cursor: Cursor = None,
     ) -> RoundsPage:
         return rounds_page(_runtime(state), request.state.operator_id, player, limit, cursor)
 
@@ -216,7 +218,7 @@ class PlayerUpgraderController(Controller):
         request: Request,
         state: State,
         limit: Limit = 20,
-        cursor: FromQuery[str | None] = None,
+        cursor: Cursor = None,
     ) -> RoundsPage:
         operator_id, player = _who(request)
         return rounds_page(_runtime(state), operator_id, player, limit, cursor)

@@ -1,0 +1,1 @@
+"""Benchmarks: ``load`` (the platform under load, see docs/performance.md) and ``replay``."""

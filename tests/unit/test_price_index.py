@@ -1,0 +1,52 @@
+"""The price index answers exactly like the reference prize selection."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain.money import Currency
+from domain.upgrader_rules import Band, CatalogItem, PriceIndex, select_prizes
+
+EUR = Currency(code="EUR", rate=Fraction(1), exponent=2)
+USD = Currency(code="USD", rate=Fraction(108, 100), exponent=2)
+JPY = Currency(code="JPY", rate=Fraction(1625, 10), exponent=0)
+
+items = st.builds(
+    CatalogItem,
+    item_id=st.integers(1, 60),
+    names=st.just((("en", "x"),)),
+    value_minor=st.integers(0, 5000),
+    image_url=st.none(),
+    active=st.booleans(),
+    fulfillable=st.booleans(),
+    cashback_bps=st.none(),
+    collectible=st.just(False),
+)
+
+
+@given(
+    catalog=st.lists(items, max_size=40, unique_by=lambda item: item.item_id),
+    currency=st.sampled_from([EUR, USD, JPY]),
+    lower=st.integers(0, 600_000),
+    width=st.integers(0, 600_000),
+    limit=st.integers(0, 30),
+)
+def test_the_index_selects_what_the_reference_selects(
+    catalog, currency, lower, width, limit
+) -> None:
+    band = Band(lower_minor=lower, upper_minor=lower + width)
+    index = PriceIndex(catalog, EUR, currency)
+    assert index.select(band, "en", limit) == select_prizes(
+        catalog, band, EUR, currency, "en", limit
+    )
+
+
+def test_ties_are_broken_by_item_id_ascending_under_the_limit() -> None:
+    catalog = [
+        CatalogItem(i, (("en", f"i{i}"),), 100, None, True, True, None, False) for i in (5, 3, 9, 1)
+    ]
+    index = PriceIndex(catalog, EUR, EUR)
+    assert [p.item_id for p in index.select(Band(100, 100), None, 3)] == [1, 3, 5]
