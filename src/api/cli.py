@@ -41,6 +41,8 @@ COMMAND_MODULES: list[str] = [
     "api.cli_verify",
     "api.cli_outbox",
     "api.cli_demo",
+    "api.cli_audit",
+    "api.cli_report",
 ]
 
 

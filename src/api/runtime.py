@@ -16,7 +16,9 @@ from application.platform import Platform, ensure_tables
 from application.play_balance import BalancePlays
 from application.play_items import ItemsPlays
 from application.wallet import WalletClient
+from projections.analytics import Analytics
 from projections.dispatcher import WebhookDispatcher
+from projections.hash_chain import HashChain
 from projections.inventory import InventoryView
 from projections.outbox import WebhookOutbox
 from projections.reconciler import WalletReconciler
@@ -53,6 +55,8 @@ class Runtime:
                 WalletCreditAttempts(),
                 InventoryView(),
                 WebhookOutbox(),
+                HashChain(platform.events.recorder),
+                Analytics(),
             ],
         )
         self.fairness = FairnessService(platform)

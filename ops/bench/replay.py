@@ -1,0 +1,262 @@
+"""Replay benchmark: how fast ``upgrader audit`` re-checks the event log.
+
+Generates a log of about ``--events`` (default 100,000) events in a SQLite store in a
+temporary directory, fast: rounds are written straight through the domain and
+application objects (quote, band, target check, opening, debit, roll, settle, grant, seed
+rotations), many rounds per commit, not over HTTP. Then it runs the hash-chain
+projection over the log (so the audit also recomputes the chain) and the audit, and
+prints events per second for each. It is not a test: nothing is asserted but that the
+audit of the generated log finds nothing wrong.
+
+    .venv/bin/python ops/bench/replay.py [--events 100000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from application.audit import Auditor  # noqa: E402
+from application.clock import ManualClock  # noqa: E402
+from application.config import parse_config  # noqa: E402
+from application.opening import round_opening  # noqa: E402
+from application.platform import Platform  # noqa: E402
+from application.settlement import _grant  # noqa: E402
+from application.upgrader import check_target, quote  # noqa: E402
+from domain.fairness import ALGORITHM_KEY, is_win, roll, seed_hash  # noqa: E402
+from domain.ids import round_id  # noqa: E402
+from domain.money import reprice  # noqa: E402
+from domain.player_fairness import PlayerFairness  # noqa: E402
+from domain.round import Round  # noqa: E402
+from projections.analytics import Analytics  # noqa: E402
+from projections.hash_chain import HashChain  # noqa: E402
+from projections.runner import ProjectionRunner  # noqa: E402
+
+PLAYERS = 40
+ROTATE_EVERY = 50  # rounds per seed pair
+ROUNDS_PER_COMMIT = 200
+
+
+def bench_config(database_url: str) -> Any:
+    return parse_config(
+        {
+            "service": {"database_url": database_url},
+            "operators": [
+                {
+                    "id": "bench",
+                    "base_currency": "EUR",
+                    "outbound_secret": "bench-outbound",
+                    "wallet_url": "http://127.0.0.1:9/wallet",
+                    "enabled_games": ["upgrader"],
+                    "keys": [{"key_id": "bench-key", "secret": "bench-secret"}],
+                    "currencies": [
+                        {"code": "EUR", "rate": "1", "exponent": 2},
+                        {"code": "USD", "rate": "1.08", "exponent": 2},
+                    ],
+                }
+            ],
+            "catalog": {
+                "items": [
+                    {
+                        "item_id": i,
+                        "name": {"en": f"Item {i}"},
+                        "value_minor": 100 + i * 37,
+                        "cashback_bps": 9000,
+                    }
+                    for i in range(1, 400)
+                ]
+            },
+        },
+        source="bench",
+    )
+
+
+class Seeds:
+    """Each player's active pair, with its server seed kept here (no vault needed)."""
+
+    def __init__(self, rng: random.Random, clock: ManualClock) -> None:
+        self.rng = rng
+        self.clock = clock
+        self.pairs: dict[str, tuple[PlayerFairness, str]] = {}
+
+    def _seed(self) -> str:
+        return f"{self.rng.getrandbits(256):064x}"
+
+    def pair(self, player: str) -> tuple[PlayerFairness, str]:
+        if player not in self.pairs:
+            seed = self._seed()
+            pair = PlayerFairness(
+                operator_id="bench",
+                player_external_id=player,
+                server_seed_hash=seed_hash(seed),
+                client_seed=f"{self.rng.getrandbits(64):016x}",
+                at=self.clock.now(),
+            )
+            self.pairs[player] = (pair, seed)
+        return self.pairs[player]
+
+    def rotate(self, player: str) -> None:
+        pair, seed = self.pairs[player]
+        fresh = self._seed()
+        pair.rotate(seed, seed_hash(fresh), f"{self.rng.getrandbits(64):016x}", self.clock.now())
+        self.pairs[player] = (pair, fresh)
+
+
+def pick_target(rng: random.Random, by_value: list[tuple[int, int]], quoted: Any) -> int | None:
+    """A catalogue item in the quote's band (found by base value, checked exactly)."""
+    rate = quoted.currency.rate / quoted.operator.base.rate
+    scale = rate * 10 ** (quoted.currency.exponent - quoted.operator.base.exponent)
+    low = bisect.bisect_left(by_value, (int(quoted.band.lower_minor / scale) - 1, 0))
+    high = bisect.bisect_right(by_value, (int(quoted.band.upper_minor / scale) + 1, 1 << 60))
+    candidates = [
+        item_id
+        for value, item_id in by_value[low:high]
+        if quoted.band.contains(reprice(value, quoted.operator.base, quoted.currency))
+    ]
+    return rng.choice(candidates) if candidates else None
+
+
+def generate(directory: Path, events: int, seed: int = 7) -> tuple[Platform, int]:
+    """Write rounds until the log holds at least ``events`` events; returns the rounds."""
+    clock = ManualClock(start=1_800_000_000.0)
+    platform = Platform(bench_config(f"sqlite:///{directory}/bench.db"), clock=clock)
+    platform.record_configuration()
+    rng = random.Random(seed)
+    operator = platform.directory.operators["bench"]
+    catalog = platform.directory.catalog
+    seeds = Seeds(rng, clock)
+    presets = operator.settings.chance_presets_bps
+    by_value = sorted((i.value_minor, i.item_id) for i in catalog.values())
+    written = platform.events.recorder.max_notification_id() or 0
+    rounds = 0
+    played: dict[str, int] = {}
+    while written < events:
+        batch: list[Any] = []
+        for _ in range(ROUNDS_PER_COMMIT):
+            player = f"p-{rng.randrange(PLAYERS)}"
+            currency = "USD" if rng.random() < 0.2 else "EUR"
+            quoted = quote(
+                operator, currency, rng.randrange(100, 20_000), rng.choice(presets), for_play=True
+            )
+            target = pick_target(rng, by_value, quoted)
+            if target is None:
+                continue
+            item, prize = check_target(quoted, catalog, target, None)
+            action = f"a-{rounds}"
+            rid = round_id("bench", player, action)
+            clock.advance(0.5)
+            opening = round_opening(
+                platform,
+                quoted,
+                item,
+                prize,
+                rid=rid,
+                player=player,
+                client_action_id=action,
+                mode="balance",
+                fingerprint="bench",
+            )
+            round_ = Round(opening)
+            key = f"{opening['public_id']}:1"
+            attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
+            pair, server_seed = seeds.pair(player)
+            nonce = pair.use_nonce(opening["public_id"])
+            rolled = roll(server_seed, pair.client_seed, nonce)
+            won = is_win(rolled, opening["chance_bps"])
+            now = clock.now()
+            won_item = granted = None
+            if won:
+                granted, won_item = _grant(opening, rid, now)
+            settlement = {
+                "server_seed_hash": pair.server_seed_hash,
+                "client_seed": pair.client_seed,
+                "nonce": nonce,
+                "algorithm_key": ALGORITHM_KEY,
+                "rolled_bps": rolled,
+                "is_win": won,
+                "payout_minor": opening["target"]["value_minor"] if won else 0,
+                "nuggets_minor": 0,
+                "stake_counted_minor": opening["wager_minor"],
+                "stake_uncredited": None,
+                "won_item": won_item,
+                "balance_after_minor": None,
+                "settled_at": now,
+            }
+            debit = {
+                "attempt": attempt,
+                "idempotency_key": key,
+                "balance_after_minor": None,
+                "provider_txn_ref": None,
+                "at": now,
+            }
+            round_.settle(debit, settlement)
+            batch.append(round_)  # the order settle_round saves in: round, (pair), item
+            if granted is not None:
+                batch.append(granted)
+            rounds += 1
+            played[player] = played.get(player, 0) + 1
+            if played[player] % ROTATE_EVERY == 0:
+                seeds.rotate(player)
+        touched = [pair for pair, _ in seeds.pairs.values() if pair.pending_events]
+        platform.events.save(*batch, *touched)
+        written = platform.events.recorder.max_notification_id() or 0
+    return platform, rounds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--keep", metavar="DIR", help="write the store here and keep it")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="upgrader-bench-") as temp:
+        directory = Path(args.keep) if args.keep else Path(temp)
+        directory.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        platform, rounds = generate(directory, args.events)
+        total = platform.events.recorder.max_notification_id() or 0
+        print(
+            f"generated {total} events ({rounds} rounds) in {time.perf_counter() - started:.1f} s"
+        )
+
+        runner = ProjectionRunner(
+            platform.events,
+            platform.db,
+            [HashChain(platform.events.recorder), Analytics()],
+            batch_size=1000,
+        )
+        for name in ("event_chain", "analytics"):
+            started, cpu = time.perf_counter(), time.process_time()
+            runner.catch_up(name)
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            print(
+                f"projection {name}: {total / elapsed:,.0f} events/s "
+                f"({elapsed:.1f} s; {total / cpu:,.0f} events per CPU second)"
+            )
+
+        started, cpu = time.perf_counter(), time.process_time()
+        report = Auditor(platform.events, platform.db).run()
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(
+            f"audit replay: {report.events_replayed:,} events in {elapsed:.1f} s = "
+            f"{report.events_replayed / elapsed:,.0f} events/s "
+            f"({report.events_replayed / cpu:,.0f} events per CPU second; "
+            f"{report.rounds_checked} rounds, {report.fairness_verified} verified, "
+            f"{report.fairness_committed} committed, {len(report.violations)} violations)"
+        )
+        for violation in report.violations[:5]:
+            print(f"  {violation.as_json()}")
+        platform.close()
+        return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
