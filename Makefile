@@ -6,7 +6,7 @@ CONFIG ?= ops/demo/config.toml
 WALLET_PORT ?= 8001
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: run test lint format serve clean
+.PHONY: run test faults lint format serve clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,19 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## make faults: the fault-injection suite (tests/faults): real server and worker processes
+## killed, stopped and signalled, the database restarted, the webhook receiver down, on
+## PostgreSQL (UPGRADER_TEST_POSTGRES_URL; skipped without it); about 4 minutes.
+faults: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/faults
+
+## make bench: the load benchmark (docs/performance.md) on PostgreSQL at
+## BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/test): balance plays,
+## items plays, prize reads, 500 plays/s at a fixed rate, then pgbench; about 3 minutes.
+## Options: make bench BENCH_ARGS="--workers 1 --concurrency 16 --json bench.json".
+bench: $(STAMP)
+	$(BIN)/python -m ops.bench.load $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,15 +19,55 @@ import asyncio
 import contextlib
 import logging
 import os
+import random
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from api.cli import command
-from application.config import load_config
+from application.config import Config, load_config
 
 log = logging.getLogger("upgrader")
 GRACEFUL_SECONDS = 10
+START_UP_TRIES = 5
+
+T = TypeVar("T")
+
+
+def _start_up(config: Config, build: Callable[[Any], T], pool_size: int = 8) -> tuple[Any, T]:
+    """``Platform(config)``, its configuration recorded, then ``build(platform)``;
+    tried again (a few times, briefly) when it collides with another process starting.
+
+    Processes that start together on PostgreSQL race on start-up DDL: eventsourcing runs
+    ``CREATE OR REPLACE FUNCTION`` on every start, and concurrent runs fail with "tuple
+    concurrently updated"; ``CREATE ... IF NOT EXISTS`` on a fresh schema collides in the
+    catalog; two processes may record the same configuration change. Each of these is
+    over by the next try.
+    """
+    import psycopg
+    from eventsourcing.persistence import PersistenceError
+
+    from application.platform import Platform
+    from application.sql import DuplicateRow, StoreUnavailable
+
+    for attempt in range(1, START_UP_TRIES + 1):
+        platform = None
+        try:
+            platform = Platform(config, pool_size=pool_size)
+            platform.record_configuration()
+            return platform, build(platform)
+        except (PersistenceError, DuplicateRow, StoreUnavailable, psycopg.Error) as exc:
+            if platform is not None:
+                with contextlib.suppress(Exception):
+                    platform.close()
+            if attempt == START_UP_TRIES:
+                raise
+            log.warning("start-up collided with another process (%s); again", exc)
+            time.sleep(0.2 * attempt + random.uniform(0, 0.3))
+    raise AssertionError("unreachable")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -45,31 +85,51 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         return _serve_many(args, service.host, service.port)
     from api.app import create_app
-    from application.platform import Platform
 
-    platform = Platform(config)
-    platform.record_configuration()
+    platform, app = _start_up(config, create_app)
     log.info("serving on http://%s:%d (%r)", service.host, service.port, platform.location)
-    uvicorn.run(
-        create_app(platform),
-        host=service.host,
-        port=service.port,
-        log_level="info",
-        access_log=False,
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
-    )
-    platform.close()
+    # uvicorn re-raises the SIGTERM/SIGINT it shut down on once it is done; with the
+    # default disposition that killed the process there (exit status -15, store never
+    # closed). Our handler turns that re-raise into a normal return: exit 0.
+    previous = {signum: signal.signal(signum, _stopped) for signum in STOP_SIGNALS}
+    try:
+        uvicorn.run(
+            app,
+            host=service.host,
+            port=service.port,
+            log_level="info",
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        )
+    except _Stopped:
+        pass  # requests finished, background loops stopped
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        platform.close()
     return 0
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _Stopped(Exception):
+    """A stop signal after uvicorn's graceful shutdown (or before uvicorn took over)."""
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
 
 
 def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     import uvicorn
 
-    from application.platform import Platform
+    from api.runtime import Runtime
 
     config_path = os.path.abspath(args.config) if args.config else ""
-    platform = Platform(load_config(args.config), pool_size=2)
-    platform.record_configuration()  # once, before the workers race to do it
+    # The configuration is recorded once, and every table of the processes' runtimes
+    # created, before the processes start (and race to do it).
+    platform, _ = _start_up(load_config(args.config), lambda p: Runtime(p, workers=()), pool_size=2)
     platform.close()
     os.environ["UPGRADER_CONFIG"] = config_path
     os.environ["UPGRADER_LOOPS"] = ""
@@ -103,12 +163,9 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from api.runtime import BACKGROUND_LOOPS, Runtime
-    from application.platform import Platform
 
     loops = BACKGROUND_LOOPS if args.loop == "all" else (args.loop,)
-    platform = Platform(load_config(args.config))
-    platform.record_configuration()
-    runtime = Runtime(platform, workers=loops)
+    platform, runtime = _start_up(load_config(args.config), lambda p: Runtime(p, workers=loops))
 
     async def run() -> None:
         stopping = asyncio.Event()

@@ -123,6 +123,7 @@ class PostgresDatabase:
             kwargs={"options": f"-c search_path={location.schema} -c lock_timeout=5000"},
             open=True,
             timeout=10,
+            check=psycopg_pool.ConnectionPool.check_connection,  # drop stale ones after a restart
         )
 
     @contextmanager

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from eventsourcing.application import Application
 
-from application.sql import DuplicateRow, SqlDatabase
+from application.sql import SqlDatabase
 
 TRACKING_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS projection_tracking (
@@ -47,10 +47,11 @@ def ensure_schema(db: SqlDatabase, statements: list[str]) -> None:
         try:
             with db.transaction() as cur:
                 cur.execute(statement)
-        except DuplicateRow:
+        except Exception:
             # PostgreSQL: another process created it between our check and our CREATE
-            # ("IF NOT EXISTS" does not cover that race; the catalog's unique index
-            # refuses the second one). Anything else is a real error.
+            # ("IF NOT EXISTS" does not cover that race: the catalog refuses the second
+            # one, as a unique violation or "type ... already exists"). If the object
+            # is there now, that is all we wanted; anything else is a real error.
             if not (match and _exists(db, match.group(1))):
                 raise
 
