@@ -10,6 +10,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
+from api.openapi_doc import finish_openapi
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import PlayerSessionController, S2SPlatformController
@@ -70,4 +71,5 @@ def create_app(
     )
     app.state.platform = platform
     app.state.runtime = runtime
+    finish_openapi(app)
     return app

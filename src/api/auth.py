@@ -1,7 +1,11 @@
 """Guards: the HMAC envelope for /api/s2s/*, bearer sessions for /api/play/*.
 
 The S2S guard verifies over the raw body bytes as received (Litestar caches them, so the
-handler then decodes the same bytes) and leaves the operator id on ``request.state``.
+handler then decodes the same bytes) and over the request path exactly as it came on the
+wire (ASGI ``raw_path``: percent-encoding, doubled or trailing slashes are not normalised
+away before verifying, the way the reference wallet verifies the platform's calls), and
+leaves the operator id on ``request.state``. An envelope header sent twice is refused:
+which copy counts would otherwise depend on the parser.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ _MESSAGES = {
 }
 
 
+_ENVELOPE = {name.lower().encode() for name in (HEADER_KEY_ID, HEADER_TIMESTAMP, HEADER_SIGNATURE)}
+
+
 def platform_of(connection: ASGIConnection) -> Platform:
     return connection.app.state.platform
 
@@ -41,13 +48,13 @@ async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     request: Request = Request(connection.scope, connection.receive)
     body = await request.body()
     headers = connection.headers
-    outcome = verify_inbound(
+    outcome = _repeated_envelope_header(connection) or verify_inbound(
         platform.directory.keyring,
         headers.get(HEADER_KEY_ID),
         headers.get(HEADER_TIMESTAMP),
         headers.get(HEADER_SIGNATURE),
         connection.scope["method"],
-        connection.scope["path"],
+        _wire_path(connection),
         body,
         int(platform.clock.now()),
     )
@@ -62,6 +69,25 @@ async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
         limits.requests_per_second_per_key,
         "requests for this key",
     )
+
+
+def _wire_path(connection: ASGIConnection) -> str:
+    """The request path as sent (no query); the decoded ``path`` when the server gives none."""
+    raw = connection.scope.get("raw_path")
+    if raw is None:
+        return connection.scope["path"]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\x00undecodable-path"  # verifies against no signature
+
+
+def _repeated_envelope_header(connection: ASGIConnection) -> AuthFailure | None:
+    """An envelope header sent more than once: INVALID_SIGNATURE."""
+    seen = [name for name, _ in connection.scope["headers"] if name.lower() in _ENVELOPE]
+    if len(seen) != len(set(seen)):
+        return AuthFailure.INVALID_SIGNATURE
+    return None
 
 
 def bearer_token(connection: ASGIConnection) -> str | None:

@@ -38,6 +38,10 @@ from projections.inventory import ITEM_STATES, list_items
 
 StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]
 StakeIdsBracketed = Annotated[list[int] | None, QueryParameter(name="stakeItemIds[]")]
+# Checked in inventory() (VALIDATION_ERROR naming the field); documented here.
+ItemState = Annotated[
+    str | None, QueryParameter(name="state", schema_extra={"enum": list(ITEM_STATES)})
+]
 
 
 def _runtime(state: State) -> Runtime:
@@ -155,7 +159,7 @@ class S2SItemsController(Controller):
         request: Request,
         state: State,
         player: PlayerQuery,
-        item_state: Annotated[str | None, QueryParameter(name="state")] = None,
+        item_state: ItemState = None,
     ) -> InventoryAnswer:
         return inventory(_runtime(state), request.state.operator_id, player, item_state)
 
@@ -218,7 +222,7 @@ class PlayerItemsController(Controller):
         self,
         request: Request,
         state: State,
-        item_state: Annotated[str | None, QueryParameter(name="state")] = None,
+        item_state: ItemState = None,
     ) -> InventoryAnswer:
         return inventory(_runtime(state), *_who(request), item_state)
 

@@ -128,6 +128,7 @@ class PlayerSessionController(Controller):
         status_code=200,
         guards=[player_guard],
         security=PLAYER_SECURITY,
+        responses=ERROR_RESPONSES,
         sync_to_thread=True,
     )
     def logout(self, request: Request, state: State) -> LogoutAnswer:

@@ -37,7 +37,12 @@ from application.play_balance import PlayBalance
 from application.upgrader import Quote, operator_for_mode, quote
 from projections.rounds import get_round, list_rounds
 
-PlayerQuery = Annotated[str, QueryParameter(name="playerExternalId", min_length=1, max_length=128)]
+PlayerQuery = Annotated[
+    str,
+    QueryParameter(
+        name="playerExternalId", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$"
+    ),  # as the body field: printable ASCII
+]
 Limit = Annotated[int, QueryParameter(ge=1, le=100)]
 # Checked in rounds_page (VALIDATION_ERROR naming the field); documented here.
 Cursor = Annotated[str | None, QueryParameter(schema_extra={"pattern": "^[0-9]{1,18}$"})]
