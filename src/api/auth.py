@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 
-import anyio
 import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -21,6 +20,7 @@ from litestar.handlers.base import BaseRouteHandler
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
 from application.sessions import PlayerSession
+from application.store_calls import in_store
 from domain.signing import (
     HEADER_KEY_ID,
     HEADER_SIGNATURE,
@@ -63,7 +63,7 @@ async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     connection.state.operator_id = outcome.operator_id
     connection.state.key_id = outcome.key_id
     limits = platform.directory.operators[outcome.operator_id].config.limits
-    await anyio.to_thread.run_sync(
+    await in_store(
         platform.limiter.hit,
         f"key:{outcome.key_id}",
         limits.requests_per_second_per_key,
@@ -101,12 +101,12 @@ def bearer_token(connection: ASGIConnection) -> str | None:
 async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     platform = platform_of(connection)
     token = bearer_token(connection)
-    session: PlayerSession = await anyio.to_thread.run_sync(platform.sessions.authenticate, token)
+    session: PlayerSession = await in_store(platform.sessions.authenticate, token)
     connection.state.session = session
     connection.state.operator_id = session.operator_id
     limits = platform.directory.operators[session.operator_id].config.limits
     bucket = f"session:{hashlib.sha256((token or '').encode()).hexdigest()[:32]}"
-    await anyio.to_thread.run_sync(
+    await in_store(
         platform.limiter.hit,
         bucket,
         limits.requests_per_second_per_session,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-import anyio
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
@@ -26,6 +25,7 @@ from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
 from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
 from application.round_view import REFUSAL_STATUS, wallet_unavailable
+from application.store_calls import in_store
 from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
 from domain.ids import inventory_item_id
@@ -163,9 +163,7 @@ class Cashouts:
             "cashout", sorted(command.inventory_item_ids), command.currency or operator.base.code
         )
         async with self.locks.hold(cid):
-            attempt = await anyio.to_thread.run_sync(
-                self._prepare_retrying, command, cid, body_print
-            )
+            attempt = await in_store(self._prepare_retrying, command, cid, body_print)
             if isinstance(attempt, dict):
                 return attempt
             return await self._credit(cid, attempt)
@@ -252,13 +250,13 @@ class Cashouts:
         return attempt
 
     async def _credit(self, cid: UUID, attempt: int) -> dict[str, Any]:
-        cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+        cashout = await in_store(self.platform.events.repository.get, cid)
         if cashout.request["credited_minor"] == 0:
             outcome: WalletOutcome = Accepted(None, None)
         else:
             outcome = await send_credit(self.platform, self.wallet, cashout, attempt)
-        await anyio.to_thread.run_sync(record_credit_outcome, self.platform, cid, attempt, outcome)
-        cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+        await in_store(record_credit_outcome, self.platform, cid, attempt, outcome)
+        cashout = await in_store(self.platform.events.repository.get, cid)
         if cashout.status == "credited":
             return cashout_answer(cashout.request, cashout.outcome["balance_after_minor"])
         if isinstance(outcome, Refused):

@@ -61,7 +61,7 @@ class DatabaseLocation:
             "POSTGRES_LOCK_TIMEOUT": "5",
             "POSTGRES_POOL_SIZE": "8",
             "POSTGRES_MAX_OVERFLOW": "8",
-            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_CONNECT_TIMEOUT": "2",
             "POSTGRES_PRE_PING": "y",
         }
 

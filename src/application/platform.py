@@ -7,6 +7,7 @@ from uuid import UUID
 
 from eventsourcing.application import Application
 
+from application import store_calls
 from application.clock import Clock, SystemClock
 from application.config import Config
 from application.config_sync import record_config, recorded_versions
@@ -50,6 +51,7 @@ class Platform:
             ]
         ensure_tables(self.db, [*SESSION_SCHEMA, *rate_schema])
         self.limiter = RateLimiter(self.db, self.clock)
+        store_calls.set_probe(self.store_answers)
         self.directory = Directory.from_config(config)
         self.config_versions: dict[str, int] = {}
         self.catalog_versions: dict[int, int] = {}
@@ -66,6 +68,18 @@ class Platform:
         self.config_versions, self.catalog_versions = recorded_versions(self.events, self.config)
         log.info("configuration recorded: %d new events", appended)
         return appended
+
+    def store_answers(self) -> bool:
+        """A direct connection within 1 s (PostgreSQL); an embedded file always answers."""
+        if self.location.kind != "postgresql":
+            return True
+        import psycopg
+
+        try:
+            psycopg.connect(self.location.conninfo(), connect_timeout=1).close()
+        except psycopg.Error:
+            return False
+        return True
 
     def ping(self) -> None:
         """Raise StoreUnavailable when the database does not answer."""

@@ -32,6 +32,7 @@ from application.opening import round_opening
 from application.platform import Platform
 from application.round_view import play_answer, refused_debit_error, wallet_unavailable
 from application.settlement import settle_round
+from application.store_calls import in_store
 from application.upgrader import check_target, operator_for_mode, quote
 from application.wallet import Accepted, Refused, WalletClient
 from domain.ids import round_id
@@ -93,12 +94,12 @@ class BalancePlays:
             command.currency or operator.base.code,
         )
         async with self.locks.hold(rid):
-            existing = await anyio.to_thread.run_sync(self._load, rid)
+            existing = await in_store(self._load, rid)
             if existing is not None:
                 return await self._resume(existing, body_print)
             opening = self._opening(command, rid, body_print)
             try:
-                attempt = await anyio.to_thread.run_sync(self._open, opening)
+                attempt = await in_store(self._open, opening)
             except IntegrityError:
                 return await self._await_other(rid, body_print)
             return await self._debit(rid, attempt)
@@ -164,13 +165,13 @@ class BalancePlays:
             grace = self.platform.config.service.uncertain_debit_grace_seconds
             if self.platform.clock.now() - started < grace:
                 return await self._await_other(round_.id, body_print)
-            await anyio.to_thread.run_sync(
+            await in_store(
                 self._mark_uncertain,
                 round_.id,
                 in_flight,
                 "no answer recorded within the grace period",
             )
-        attempt = await anyio.to_thread.run_sync(self._next_attempt, round_.id)
+        attempt = await in_store(self._next_attempt, round_.id)
         return await self._debit(round_.id, attempt)
 
     def _next_attempt(self, rid: UUID) -> int:
@@ -188,7 +189,7 @@ class BalancePlays:
         """Another process holds this action: wait (up to the wallet timeout) for its answer."""
         deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
         while anyio.current_time() < deadline:
-            round_ = await anyio.to_thread.run_sync(self._load, rid)
+            round_ = await in_store(self._load, rid)
             if round_ is not None and round_.opening["fingerprint"] != body_print:
                 raise idempotency_conflict()
             if round_ is not None and round_.status != "open":
@@ -199,7 +200,7 @@ class BalancePlays:
         raise action_in_progress()
 
     async def _debit(self, rid: UUID, attempt: int) -> dict[str, Any]:
-        round_ = await anyio.to_thread.run_sync(self.platform.events.repository.get, rid)
+        round_ = await in_store(self.platform.events.repository.get, rid)
         opening = round_.opening
         operator = self.platform.directory.operators[opening["operator_id"]]
         key = round_.attempts[attempt]["key"]
@@ -218,16 +219,16 @@ class BalancePlays:
             },
         )
         if isinstance(outcome, Accepted):
-            return await anyio.to_thread.run_sync(self._settle, rid, attempt, key, outcome)
+            return await in_store(self._settle, rid, attempt, key, outcome)
         if isinstance(outcome, Refused):
-            if not await anyio.to_thread.run_sync(self._void, rid, attempt, outcome):
+            if not await in_store(self._void, rid, attempt, outcome):
                 # the attempt was declared uncertain meanwhile: answer what is recorded
                 self.wake_reconciler()
                 raise wallet_unavailable()
             raise refused_debit_error(
                 opening["public_id"], outcome.error_code, outcome.balance_after_minor
             )
-        await anyio.to_thread.run_sync(self._mark_uncertain, rid, attempt, outcome.reason)
+        await in_store(self._mark_uncertain, rid, attempt, outcome.reason)
         self.wake_reconciler()
         raise wallet_unavailable()
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-import anyio
 from eventsourcing.application import AggregateNotFoundError
 
 from application.action_locks import ActionLocks
@@ -25,6 +24,7 @@ from application.platform import Platform
 from application.play_balance import fingerprint, idempotency_conflict
 from application.round_view import play_answer
 from application.settlement import settle_round
+from application.store_calls import in_store
 from application.upgrader import Quote, check_target, operator_for_mode, quote
 from domain.ids import round_id
 from domain.inventory import InventoryItem, ItemStateError
@@ -117,7 +117,7 @@ class ItemsPlays:
             command.currency or operator.base.code,
         )
         async with self.locks.hold(rid):
-            return await anyio.to_thread.run_sync(self._play, command, rid, body_print)
+            return await in_store(self._play, command, rid, body_print)
 
     def _existing(self, rid: UUID, body_print: str) -> dict[str, Any] | None:
         try:

@@ -122,7 +122,7 @@ class PostgresDatabase:
             max_size=pool_size,
             kwargs={"options": f"-c search_path={location.schema} -c lock_timeout=5000"},
             open=True,
-            timeout=10,
+            timeout=3,  # wait for a connection: below the request's store deadline
             check=psycopg_pool.ConnectionPool.check_connection,  # drop stale ones after a restart
         )
 

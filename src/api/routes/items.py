@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody, QueryParameter
@@ -34,6 +33,7 @@ from application.errors import validation_error
 from application.items import listed_item_wire
 from application.play_items import PlayItems, stake_quote
 from application.shipping import ShippingCommand, request_shipping
+from application.store_calls import in_store
 from projections.inventory import ITEM_STATES, list_items
 
 StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]
@@ -182,7 +182,7 @@ class S2SItemsController(Controller):
             inventory_item_ids=list(data.inventory_item_ids),
             address=dict(data.address),
         )
-        return await anyio.to_thread.run_sync(request_shipping, _runtime(state).platform, command)
+        return await in_store(request_shipping, _runtime(state).platform, command)
 
 
 class PlayerItemsController(Controller):

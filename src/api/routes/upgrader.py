@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
@@ -34,6 +33,7 @@ from api.schemas_upgrader import (
 )
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
+from application.store_calls import in_store
 from application.upgrader import Quote, operator_for_mode, quote
 from projections.rounds import get_round, list_rounds
 
@@ -115,7 +115,7 @@ async def limit_plays(runtime: Runtime, operator_id: str, player: str) -> None:
     """Plays per player per second (operator setting), across every API process."""
     platform = runtime.platform
     limit = platform.directory.operators[operator_id].config.limits.plays_per_second_per_player
-    await anyio.to_thread.run_sync(
+    await in_store(
         platform.limiter.hit,
         f"plays:{len(operator_id)}:{operator_id}:{player}",
         limit,
