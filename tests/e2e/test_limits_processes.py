@@ -1,0 +1,103 @@
+"""Abuse limits hold across API processes: `upgrader serve --workers 2` on PostgreSQL.
+
+Two uvicorn processes answer one port; the per-key counter lives in the store, so a
+burst inside one second window gets exactly the limit through, however the kernel
+spreads the connections over the processes (in-process counters would let up to twice
+the limit through).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from tests.support.processes import ServerProcess
+from tests.support.signing import signed_headers
+
+LIMIT = 10
+BURST = 40
+
+CONFIG = """\
+[service]
+database_url = "{database_url}"
+uncertain_debit_grace_seconds = 60
+
+[[operators]]
+id = "op"
+base_currency = "EUR"
+outbound_secret = "limits-outbound-secret-0123456789"
+enabled_games = ["upgrader"]
+
+  [[operators.keys]]
+  key_id = "limits-key"
+  secret = "limits-inbound-secret-0123456789"
+
+  [[operators.currencies]]
+  code = "EUR"
+  rate = "1"
+  exponent = 2
+
+  [operators.limits]
+  requests_per_second_per_key = {limit}
+"""
+
+
+def _burst(server: ServerProcess) -> list[int]:
+    """Open BURST connections first, then send a signed request on each at the top of a
+    second: the sends take milliseconds, so they fall into one limiter window."""
+    sockets = [
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(BURST)
+    ]
+    try:
+        while time.time() % 1 > 0.05:
+            time.sleep(0.002)
+        started = time.time()
+        headers = signed_headers(
+            "limits-key", "limits-inbound-secret-0123456789", int(started), "GET", "/api/s2s/health"
+        )
+        request = (
+            "GET /api/s2s/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + "Connection: close\r\n\r\n"
+        ).encode()
+        for sock in sockets:
+            sock.sendall(request)
+        sent = time.time()
+        assert int(sent) == int(started), "the burst spilled into a second window"
+        return [_status(sock) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _status(sock: socket.socket) -> int:
+    head = b""
+    while b"\r\n" not in head:
+        chunk = sock.recv(1024)
+        if not chunk:
+            break
+        head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def test_the_per_key_limit_holds_across_two_api_processes(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "limits.toml"
+    config.write_text(CONFIG.format(database_url=postgres_url, limit=LIMIT))
+    server = ServerProcess(
+        config,
+        tmp_path / "serve.log",
+        key_id="limits-key",
+        secret="limits-inbound-secret-0123456789",
+        database_url=postgres_url,
+        args=("--workers", "2"),
+        redact=["limits-outbound-secret-0123456789"],
+    )
+    with server:
+        server.start(timeout=60)
+        statuses = _burst(server)
+        assert sorted(set(statuses)) == [200, 429]
+        assert statuses.count(200) == LIMIT
+        assert statuses.count(429) == BURST - LIMIT
