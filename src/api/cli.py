@@ -43,6 +43,7 @@ COMMAND_MODULES: list[str] = [
     "api.cli_demo",
     "api.cli_audit",
     "api.cli_report",
+    "api.cli_shipping",
 ]
 
 

@@ -9,7 +9,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
 from application.cashout import item_not_available
-from application.errors import PlatformError
+from application.errors import PlatformError, not_found
 from application.items import check_item_ids, listed_item_wire, load_open_items
 from application.platform import Platform
 from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
@@ -91,3 +91,32 @@ def _request_shipping(platform: Platform, command: ShippingCommand) -> dict[str,
     }
     platform.events.save(Shipment(request), *items)
     return shipping_answer(request)
+
+
+def mark_shipped(platform: Platform, shipment_public_id: str) -> list[int]:
+    """The fulfilment side: a requested shipment left the warehouse; its items become
+    ``shipped`` (one commit with the shipment's ``ShipmentDispatched``)."""
+    from uuid import UUID
+
+    from domain.cashout import CashoutStateError
+    from domain.ids import inventory_item_id
+
+    if not shipment_public_id.startswith("s_") or len(shipment_public_id) != 34:
+        raise not_found("shipment")
+    try:
+        shipment: Shipment = platform.events.repository.get(UUID(hex=shipment_public_id[2:]))
+    except (AggregateNotFoundError, ValueError):
+        raise not_found("shipment") from None
+    numbers = [item["inventoryItemId"] for item in shipment.request["items"]]
+    items = [platform.events.repository.get(inventory_item_id(n)) for n in numbers]
+    now = platform.clock.now()
+    try:
+        shipment.dispatch(now)
+    except CashoutStateError:
+        raise PlatformError(
+            "SHIPMENT_ALREADY_DISPATCHED", 409, "this shipment was already marked shipped"
+        ) from None
+    for item in items:
+        item.mark_shipped(now)
+    platform.events.save(shipment, *items)
+    return numbers

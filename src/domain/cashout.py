@@ -141,3 +141,13 @@ class Shipment(Aggregate):
     @event("ShippingRequested")
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
+        self.dispatched_at: float | None = None
+
+    def dispatch(self, at: float) -> None:
+        if self.dispatched_at is not None:
+            raise CashoutStateError("the shipment was already dispatched")
+        self._dispatched(at=at)
+
+    @event("ShipmentDispatched")
+    def _dispatched(self, at: float) -> None:
+        self.dispatched_at = at
