@@ -465,18 +465,7 @@ def report_rows(
 ) -> list[dict[str, Any]]:
     """GGR and RTP per operator, currency and chance preset (and mode) over [from, to]."""
     key = (*REPORT_KEY, "mode") if by_mode else REPORT_KEY
-    sums = (
-        "rounds",
-        "wins",
-        "wagered_minor",
-        "paid_out_minor",
-        "ggr_minor",
-        "nuggets_minor",
-        "nuggets_cost_pct_minor",
-        "expected_paid_bps_minor",
-        "theoretical_return_bps_minor",
-        "theoretical_item_return_ppm_minor",
-    )
+    sums = DAILY_SUMS
     where = "day >= ? AND day <= ?"
     params: list[Any] = [day_from, day_to]
     if operator_id is not None:
