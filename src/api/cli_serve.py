@@ -23,6 +23,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -121,6 +122,49 @@ def _stopped(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
+class WorkerSupervisor:
+    """Runs the ``upgrader worker all`` child and starts it again if it dies (backoff 1 s
+    doubling to 30 s), so the API processes never go on without their loops."""
+
+    def __init__(self, command_line: list[str]) -> None:
+        self.command_line = command_line
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command_line)  # noqa: S603 - our own module
+        self._thread.start()
+
+    def _watch(self) -> None:
+        delay = 1.0
+        while not self._stopping.wait(0.5):
+            if self.process is not None and self.process.poll() is not None:
+                log.error(
+                    "background worker exited with %s; starting it again in %.0f s",
+                    self.process.returncode,
+                    delay,
+                )
+                if self._stopping.wait(delay):
+                    return
+                self.process = subprocess.Popen(self.command_line)  # noqa: S603
+                self.restarts += 1
+                delay = min(30.0, delay * 2)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=GRACEFUL_SECONDS + 5)
+        if process.poll() is None:
+            process.kill()
+
+
 def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     import uvicorn
 
@@ -133,12 +177,13 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     platform.close()
     os.environ["UPGRADER_CONFIG"] = config_path
     os.environ["UPGRADER_LOOPS"] = ""
-    background = None
+    supervisor = None
     if not args.no_background:
         command_line = [sys.executable, "-m", "api.cli", "worker", "all"]
         if config_path:
             command_line += ["--config", config_path]
-        background = subprocess.Popen(command_line)  # noqa: S603 - our own module
+        supervisor = WorkerSupervisor(command_line)
+        supervisor.start()
     log.info("serving on http://%s:%d with %d API processes", host, port, args.workers)
     try:
         uvicorn.run(
@@ -152,12 +197,8 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
     finally:
-        if background is not None:
-            background.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                background.wait(timeout=GRACEFUL_SECONDS + 5)
-            if background.poll() is None:
-                background.kill()
+        if supervisor is not None:
+            supervisor.stop()
     return 0
 
 
