@@ -63,6 +63,8 @@ class DatabaseLocation:
             "POSTGRES_MAX_OVERFLOW": "8",
             "POSTGRES_CONNECT_TIMEOUT": "2",
             "POSTGRES_PRE_PING": "y",
+            # the lock, NOTIFY and INSERT in one server-side statement (pg_recorder.py)
+            "APPLICATION_RECORDER_TOPIC": "application.pg_recorder:SerialInsertRecorder",
         }
 
 
