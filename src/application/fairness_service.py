@@ -32,9 +32,15 @@ def new_client_seed() -> str:
     return secrets.token_hex(8)
 
 
+SEED_CACHE_SIZE = 10_000
+
+
 class FairnessService:
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
+        # hash -> seed never changes once written, so a play need not read the vault
+        # for a seed this process has seen (a bounded map, oldest entries dropped first)
+        self._seeds: dict[str, str] = {}
 
     def _new_server_seed_hash(self) -> str:
         server_seed = secrets.token_hex(32)
@@ -45,9 +51,18 @@ class FairnessService:
                 "VALUES (?, ?, ?)",
                 (digest, server_seed, self.platform.clock.now()),
             )
+        self._remember(digest, server_seed)
         return digest
 
+    def _remember(self, digest: str, server_seed: str) -> None:
+        if len(self._seeds) >= SEED_CACHE_SIZE:
+            self._seeds.pop(next(iter(self._seeds)))
+        self._seeds[digest] = server_seed
+
     def server_seed(self, server_seed_hash: str) -> str:
+        known = self._seeds.get(server_seed_hash)
+        if known is not None:
+            return known
         with self.platform.db.transaction() as cur:
             cur.execute(
                 "SELECT server_seed FROM seed_vault WHERE server_seed_hash = ?", (server_seed_hash,)
@@ -55,6 +70,7 @@ class FairnessService:
             row = cur.fetchone()
         if row is None:
             raise PlatformError("SERVICE_UNAVAILABLE", 503, "seed vault entry is missing")
+        self._remember(server_seed_hash, row[0])
         return row[0]
 
     def load_or_begin(self, operator_id: str, player: str) -> PlayerFairness:

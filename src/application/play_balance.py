@@ -94,15 +94,24 @@ class BalancePlays:
             command.currency or operator.base.code,
         )
         async with self.locks.hold(rid):
-            existing = await in_store(self._load, rid)
-            if existing is not None:
-                return await self._resume(existing, body_print)
-            opening = self._opening(command, rid, body_print)
+            # A new action is the common case: open it straight away. A known one shows
+            # itself as a failed check (it may have been valid when it was recorded) or
+            # as a conflicting commit, and then answers from its record.
             try:
-                attempt = await in_store(self._open, opening)
+                opening = self._opening(command, rid, body_print)
+            except PlatformError:
+                existing = await in_store(self._load, rid)
+                if existing is None:
+                    raise
+                return await self._resume(existing, body_print)
+            try:
+                round_, attempt = await in_store(self._open, opening)
             except IntegrityError:
-                return await self._await_other(rid, body_print)
-            return await self._debit(rid, attempt)
+                existing = await in_store(self._load, rid)
+                if existing is None:  # pragma: no cover - a commit conflicts with a record
+                    return await self._await_other(rid, body_print)
+                return await self._resume(existing, body_print)
+            return await self._debit(round_, attempt)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -135,11 +144,11 @@ class BalancePlays:
             fingerprint=body_print,
         )
 
-    def _open(self, opening: dict[str, Any]) -> int:
+    def _open(self, opening: dict[str, Any]) -> tuple[Round, int]:
         round_ = Round(opening)
         attempt = self._attempt(round_)
         self.platform.events.save(round_)
-        return attempt
+        return round_, attempt
 
     def _attempt(self, round_: Round) -> int:
         opening = round_.opening
@@ -171,10 +180,10 @@ class BalancePlays:
                 in_flight,
                 "no answer recorded within the grace period",
             )
-        attempt = await in_store(self._next_attempt, round_.id)
-        return await self._debit(round_.id, attempt)
+        round_, attempt = await in_store(self._next_attempt, round_.id)
+        return await self._debit(round_, attempt)
 
-    def _next_attempt(self, rid: UUID) -> int:
+    def _next_attempt(self, rid: UUID) -> tuple[Round, int]:
         round_ = self.platform.events.repository.get(rid)
         if round_.status != "open" or round_.in_flight_attempt is not None:
             raise action_in_progress()
@@ -183,7 +192,7 @@ class BalancePlays:
             self.platform.events.save(round_)
         except IntegrityError:
             raise action_in_progress() from None
-        return attempt
+        return round_, attempt
 
     async def _await_other(self, rid: UUID, body_print: str) -> dict[str, Any]:
         """Another process holds this action: wait (up to the wallet timeout) for its answer."""
@@ -199,8 +208,9 @@ class BalancePlays:
             await asyncio.sleep(0.05)
         raise action_in_progress()
 
-    async def _debit(self, rid: UUID, attempt: int) -> dict[str, Any]:
-        round_ = await in_store(self.platform.events.repository.get, rid)
+    async def _debit(self, round_: Round, attempt: int) -> dict[str, Any]:
+        """Ask the wallet; ``round_`` is the aggregate as this process just saved it."""
+        rid = round_.id
         opening = round_.opening
         operator = self.platform.directory.operators[opening["operator_id"]]
         key = round_.attempts[attempt]["key"]
@@ -219,7 +229,7 @@ class BalancePlays:
             },
         )
         if isinstance(outcome, Accepted):
-            return await in_store(self._settle, rid, attempt, key, outcome)
+            return await in_store(self._settle, round_, attempt, key, outcome)
         if isinstance(outcome, Refused):
             if not await in_store(self._void, rid, attempt, outcome):
                 # the attempt was declared uncertain meanwhile: answer what is recorded
@@ -232,7 +242,7 @@ class BalancePlays:
         self.wake_reconciler()
         raise wallet_unavailable()
 
-    def _settle(self, rid: UUID, attempt: int, key: str, outcome: Accepted) -> dict[str, Any]:
+    def _settle(self, saved: Round, attempt: int, key: str, outcome: Accepted) -> dict[str, Any]:
         debit = {
             "attempt": attempt,
             "idempotency_key": key,
@@ -240,10 +250,14 @@ class BalancePlays:
             "provider_txn_ref": outcome.provider_txn_ref,
             "at": self.platform.clock.now(),
         }
+        # The first try settles the aggregate this process saved (no read); if another
+        # process changed the round meanwhile, the commit conflicts and later tries
+        # read it afresh.
+        tries = iter([saved])
         return settle_round(
             self.platform,
             self.fairness,
-            lambda: self.platform.events.repository.get(rid),
+            lambda: next(tries, None) or self.platform.events.repository.get(saved.id),
             attempt,
             debit,
         )

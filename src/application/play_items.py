@@ -129,21 +129,27 @@ class ItemsPlays:
         return play_answer(round_.opening, round_.settlement)
 
     def _play(self, command: PlayItems, rid: UUID, body_print: str) -> dict[str, Any]:
-        existing = self._existing(rid, body_print)
-        if existing is not None:
-            return existing
-        quoted, stake, uncredited, items = stake_quote(
-            self.platform,
-            command.operator_id,
-            command.player_external_id,
-            command.stake_item_ids,
-            command.chance_bps,
-            command.currency,
-            for_play=True,
-        )
-        item, prize = check_target(
-            quoted, self.platform.directory.catalog, command.target_item_id, command.locale
-        )
+        # A new action is the common case: check and play it straight away. A recorded
+        # one fails a check (its stake is consumed) or conflicts at the commit, and then
+        # answers from its record.
+        try:
+            quoted, stake, uncredited, items = stake_quote(
+                self.platform,
+                command.operator_id,
+                command.player_external_id,
+                command.stake_item_ids,
+                command.chance_bps,
+                command.currency,
+                for_play=True,
+            )
+            item, prize = check_target(
+                quoted, self.platform.directory.catalog, command.target_item_id, command.locale
+            )
+        except PlatformError:
+            existing = self._existing(rid, body_print)
+            if existing is not None:
+                return existing
+            raise
         opening = round_opening(
             self.platform,
             quoted,
@@ -161,15 +167,27 @@ class ItemsPlays:
         public_id = opening["public_id"]
         ids = [i.grant["inventory_item_id"] for i in items]
 
+        tries = {"round": 0, "stake": 0}
+
         def load_round() -> Round:
-            if self._existing(rid, body_print) is not None:
+            # the first try commits a new round; a conflict means it is recorded now
+            tries["round"] += 1
+            if tries["round"] > 1 and self._existing(rid, body_print) is not None:
                 raise _AlreadyRecorded
             return Round(opening)
 
         def consume(_: Round) -> list[InventoryItem]:
-            fresh = load_open_items(
-                self.platform, command.operator_id, command.player_external_id, ids, item_not_owned
-            )
+            # the first try consumes the stake as just loaded; a conflict reloads it
+            tries["stake"] += 1
+            fresh = items
+            if tries["stake"] > 1:
+                fresh = load_open_items(
+                    self.platform,
+                    command.operator_id,
+                    command.player_external_id,
+                    ids,
+                    item_not_owned,
+                )
             for stake_item in fresh:
                 try:
                     stake_item.consume(public_id, self.platform.clock.now())
