@@ -16,19 +16,101 @@ WAL flush only, never across a round trip to the application.
 
 eventsourcing's own ``POSTGRES_ENABLE_DB_FUNCTIONS`` function is not used: it takes no
 table lock, so ids could commit out of order and a projection would skip events.
+
+Group commit: the inserts of one process are serialised by that lock anyway, so threads
+that want to insert while another insert of this process is running queue up, and the
+next of them inserts everything queued in one statement (one lock, one commit, one WAL
+flush for several requests). A lone insert goes straight through. When a combined
+statement fails, nothing of it was recorded: a conflict (``IntegrityError``) is then
+retried insert by insert, so only the conflicting caller sees it; any other error goes
+to every caller, whose retry policy decides as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    StoredEvent,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 TOPIC = "application.pg_recorder:SerialInsertRecorder"
+
+
+class _Insert:
+    __slots__ = ("done", "error", "ids", "rows")
+
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+        self.ids: list[int] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class GroupCommit:
+    """Leader/follower batching of one process's inserts (see the module docstring)."""
+
+    def __init__(self, execute: Callable[[list[Any]], list[int]]) -> None:
+        self._execute = execute
+        self._cond = threading.Condition()
+        self._queue: list[_Insert] = []
+        self._busy = False
+        self.statements = 0  # combined statements sent (for tests and benchmarks)
+
+    def insert(self, rows: list[Any]) -> list[int]:
+        mine = _Insert(rows)
+        with self._cond:
+            self._queue.append(mine)
+            while self._busy and not mine.done:
+                self._cond.wait()
+            if not mine.done:  # lead: take everything queued so far
+                self._busy = True
+                batch, self._queue = self._queue, []
+        if not mine.done:
+            try:
+                self._flush(batch)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    for insert in batch:
+                        insert.done = True
+                    self._cond.notify_all()
+        if mine.error is not None:
+            raise mine.error
+        return mine.ids
+
+    def _flush(self, batch: list[_Insert]) -> None:
+        rows = [row for insert in batch for row in insert.rows]
+        try:
+            self.statements += 1
+            ids = self._execute(rows)
+        except IntegrityError as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+                return
+            for insert in batch:  # find the conflicting ones; the others still commit
+                try:
+                    self.statements += 1
+                    insert.ids = self._execute(insert.rows)
+                except Exception as each:  # handed to its own caller
+                    insert.error = each
+            return
+        except BaseException as exc:
+            for insert in batch:
+                insert.error = exc
+            return
+        start = 0
+        for insert in batch:
+            insert.ids = ids[start : start + len(insert.rows)]
+            start += len(insert.rows)
 
 
 class SerialInsertRecorder(PostgresApplicationRecorder):
@@ -63,6 +145,7 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
         self.sql_locked_insert = SQL("SELECT * FROM {schema}.{function}(%s)").format(
             schema=schema, function=Identifier(self.locked_insert_function)
         )
+        self.group = GroupCommit(self._locked_insert)
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
@@ -74,6 +157,9 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
             self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
             for e in stored_events
         ]
+        return self.group.insert(rows)
+
+    def _locked_insert(self, rows: list[Any]) -> list[int]:
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(self.sql_locked_insert, (rows,), prepare=True)
             return [row[self.locked_insert_function] for row in curs.fetchall()]

@@ -103,3 +103,56 @@ def test_each_commit_notifies_the_channel(postgres_url: str) -> None:
         assert [n.channel for n in heard] == [f"{name}_events"] * 2
     finally:
         log.close()
+
+
+def test_queued_inserts_commit_together_and_a_conflict_fails_only_its_caller(
+    postgres_url: str,
+) -> None:
+    log = _open(postgres_url)
+    base, schema = postgres_url.split("?schema=")
+    try:
+        first = Counter(0)
+        log.save(first)
+        stale = log.repository.get(first.id)
+        first.bump()
+        log.save(first)  # version 2 recorded: the stale copy's bump will conflict
+        group = log.recorder.group
+        sent_before = group.statements
+        outcomes: dict[str, object] = {}
+
+        def save(name: str, aggregate: Aggregate) -> None:
+            try:
+                log.save(aggregate)
+                outcomes[name] = "saved"
+            except IntegrityError:
+                outcomes[name] = "conflict"
+
+        stale.bump()
+        fresh = [Counter(n) for n in (1, 2, 3)]
+        with psycopg.connect(base) as holder:
+            # hold the event-log lock so that the first insert waits inside its statement
+            holder.execute(f'LOCK TABLE "{schema}".upgrader_events IN EXCLUSIVE MODE')
+            leader = threading.Thread(target=save, args=("leader", fresh[0]))
+            leader.start()
+            while not group._busy:
+                threading.Event().wait(0.01)
+            followers = [
+                threading.Thread(target=save, args=(name, aggregate))
+                for name, aggregate in (("a", fresh[1]), ("stale", stale), ("b", fresh[2]))
+            ]
+            for follower in followers:
+                follower.start()
+            while len(group._queue) < 3:
+                threading.Event().wait(0.01)
+            holder.rollback()  # release the lock
+        for thread in [leader, *followers]:
+            thread.join()
+        assert outcomes == {"leader": "saved", "a": "saved", "stale": "conflict", "b": "saved"}
+        # the leader's statement, the followers' combined one (refused), then one each
+        assert group.statements - sent_before == 1 + 1 + 3
+        notifications = log.recorder.select_notifications(1, 100)
+        assert [n.id for n in notifications][:2] == [1, 2]
+        assert sorted(n.originator_id for n in notifications[2:]) == sorted(c.id for c in fresh)
+        assert log.repository.get(first.id).n == 1
+    finally:
+        log.close()
