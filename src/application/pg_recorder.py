@@ -42,6 +42,8 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
+from application.pool_check import check_unless_recent
+
 TOPIC = "application.pg_recorder:SerialInsertRecorder"
 
 
@@ -146,6 +148,8 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
             schema=schema, function=Identifier(self.locked_insert_function)
         )
         self.group = GroupCommit(self._locked_insert)
+        if datastore.pre_ping and getattr(datastore.pool, "_check", None) is not None:
+            datastore.pool._check = check_unless_recent
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(

@@ -116,6 +116,8 @@ class PostgresDatabase:
     def __init__(self, location: DatabaseLocation, pool_size: int = 8) -> None:
         import psycopg_pool
 
+        from application.pool_check import check_unless_recent
+
         self._pool = psycopg_pool.ConnectionPool(
             location.conninfo(),
             min_size=1,
@@ -123,7 +125,7 @@ class PostgresDatabase:
             kwargs={"options": f"-c search_path={location.schema} -c lock_timeout=5000"},
             open=True,
             timeout=3,  # wait for a connection: below the request's store deadline
-            check=psycopg_pool.ConnectionPool.check_connection,  # drop stale ones after a restart
+            check=check_unless_recent,  # drop stale ones after a restart (pool_check.py)
         )
 
     @contextmanager
