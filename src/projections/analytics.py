@@ -35,8 +35,10 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from application.sql import execute_in_order
 from domain.inventory import InventoryItem
 from domain.round import Round
+from projections.batching import select_in
 
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
@@ -292,6 +294,148 @@ class Analytics:
         else:
             self._moved(cur, event, position, MOVES[topic])
 
+    def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
+        """As ``process`` per item. What the events read back (open rounds, rounds already
+        recorded, granted flows, stakes) is fetched in a few queries before any write and
+        kept up to date in memory as the batch's own events change it; the daily sums are
+        added up here and upserted once per key; the other writes go in event order,
+        pipelined."""
+        round_ids, settled, moved = [], [], []
+        for item in items:
+            topic = item.notification.topic
+            if topic in (OPENED, SETTLED, VOIDED):
+                round_ids.append(item.event.originator_id.hex)
+                if topic == SETTLED:
+                    settled.append(item.event.originator_id.hex)
+            elif topic != GRANTED:
+                moved.append(item.event.originator_id.hex)
+        open_rounds: dict[str, str | None] = dict(
+            select_in(
+                cur,
+                "SELECT round_id, opening FROM analytics_open_rounds WHERE round_id IN ({keys})",
+                round_ids,
+            )
+        )
+        recorded = {
+            row[0]
+            for row in select_in(
+                cur, "SELECT round_id FROM analytics_rounds WHERE round_id IN ({keys})", settled
+            )
+        }
+        granted: dict[str, tuple[Any, ...]] = {}
+        for row in select_in(
+            cur,
+            "SELECT aggregate_id, inventory_item_id, operator_id, player_external_id, item_id, "
+            "value_minor, currency, value_base_minor, base_currency FROM analytics_item_flows "
+            "WHERE movement = 'granted' AND aggregate_id IN ({keys})",
+            moved,
+        ):
+            granted.setdefault(row[0], tuple(row[1:]))
+        item_ids = {granted[a][0] for a in moved if a in granted}
+        item_ids.update(
+            it.event.grant["inventory_item_id"] for it in items if it.notification.topic == GRANTED
+        )
+        stakes: dict[Any, tuple[Any, ...] | None] = {
+            row[0]: tuple(row[1:])
+            for row in select_in(
+                cur,
+                "SELECT inventory_item_id, round_public_id, value_minor, currency "
+                "FROM analytics_stakes WHERE inventory_item_id IN ({keys})",
+                sorted(item_ids),
+            )
+        }
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        daily: dict[tuple[Any, ...], list[Any]] = {}
+        for item in items:
+            event, position, topic = item.event, item.position, item.notification.topic
+            if topic == OPENED:
+                round_id, opening = event.originator_id.hex, event.opening
+                text = _json(opening)
+                statements.append((_OPEN, (round_id, text)))
+                if open_rounds.get(round_id) is None:
+                    open_rounds[round_id] = text
+                for staked in (opening.get("stake") or {}).get("items") or []:
+                    row = (
+                        staked["inventoryItemId"],
+                        opening["public_id"],
+                        staked["valueMinor"],
+                        staked.get("currency") or opening["currency"],
+                    )
+                    statements.append((_STAKE, row))
+                    stakes[row[0]] = row[1:]
+            elif topic == SETTLED:
+                round_id = event.originator_id.hex
+                stored = open_rounds.get(round_id)
+                if stored is None or round_id in recorded:
+                    continue  # no opening (the auditor reports it), or recorded already
+                fact = {"round_id": round_id, **round_fact(json.loads(stored), event.settlement)}
+                fact["position"] = position
+                statements.append((_FACT, tuple(fact[c] for c in FACT_COLUMNS)))
+                recorded.add(round_id)
+                statements.append((_CLOSE, (round_id,)))
+                open_rounds[round_id] = None
+                key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
+                sums = daily_increments(fact)
+                entry = daily.get(key)
+                if entry is None:
+                    daily[key] = [fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)]
+                else:
+                    for index, column in enumerate(DAILY_SUMS, start=1):
+                        entry[index] += sums[column]
+            elif topic == VOIDED:
+                round_id = event.originator_id.hex
+                statements.append((_CLOSE, (round_id,)))
+                open_rounds[round_id] = None
+            elif topic == GRANTED:
+                grant = event.grant
+                at = float(grant.get("granted_at") or event.timestamp.timestamp())
+                row = _flow_row(
+                    position,
+                    event.originator_id.hex,
+                    grant,
+                    "granted",
+                    grant["value_minor"],
+                    grant["currency"],
+                    grant.get("round_public_id"),
+                    at,
+                )
+                statements.append((_FLOW, row))
+                granted.setdefault(row[2], (row[1], *row[3:6], *row[7:11]))
+            else:
+                aggregate_id = event.originator_id.hex
+                found = granted.get(aggregate_id)
+                if found is None:
+                    continue  # a move of an item never granted: the auditor reports it
+                grant = dict(zip(_GRANT_FIELDS, found, strict=True))
+                movement = MOVES[topic]
+                at = float(getattr(event, "at", None) or event.timestamp.timestamp())
+                amount, currency, reference = found[4], found[5], None
+                if movement == "consumed":
+                    reference = event.round_public_id
+                    staked = stakes.get(found[0])
+                    if staked is not None and staked[0] == reference:
+                        amount, currency = staked[1], staked[2]
+                        statements.append((_UNSTAKE, (found[0],)))
+                        stakes[found[0]] = None
+                elif movement == "cashed_back":
+                    amount, currency = event.credited_minor, event.currency
+                    reference = event.cashout_public_id
+                elif movement == "shipping_requested":
+                    reference = event.shipment_public_id
+                statements.append(
+                    (
+                        _FLOW,
+                        _flow_row(
+                            position, aggregate_id, grant, movement, amount, currency, reference, at
+                        ),
+                    )
+                )
+        for key, entry in daily.items():
+            statements.append((_DAILY, (*key, *entry)))
+        for key in daily:
+            statements.append((_RATIOS, key))
+        execute_in_order(cur, statements)
+
     # -- rounds -----------------------------------------------------------------------------
 
     def _opened(self, cur: Any, event: Any, position: int) -> None:
@@ -448,6 +592,77 @@ class Analytics:
             f"VALUES ({', '.join('?' for _ in FLOW_COLUMNS)}) ON CONFLICT (position) DO NOTHING",
             tuple(row[c] for c in FLOW_COLUMNS),
         )
+
+
+DAILY_KEY_OF_FACT = ("operator_id", "settled_day", "currency", "mode", "chance_bps")
+_GRANT_FIELDS = (
+    "inventory_item_id",
+    "operator_id",
+    "player_external_id",
+    "item_id",
+    "value_minor",
+    "currency",
+    "grant_value_base_minor",
+    "base_currency",
+)
+_OPEN = (
+    "INSERT INTO analytics_open_rounds (round_id, opening) VALUES (?, ?) "
+    "ON CONFLICT (round_id) DO NOTHING"
+)
+_STAKE = (
+    "INSERT INTO analytics_stakes (inventory_item_id, round_public_id, value_minor, "
+    "currency) VALUES (?, ?, ?, ?) ON CONFLICT (inventory_item_id) DO UPDATE SET "
+    "round_public_id = excluded.round_public_id, value_minor = excluded.value_minor, "
+    "currency = excluded.currency"
+)
+_UNSTAKE = "DELETE FROM analytics_stakes WHERE inventory_item_id = ?"
+_CLOSE = "DELETE FROM analytics_open_rounds WHERE round_id = ?"
+_FACT = (
+    f"INSERT INTO analytics_rounds ({', '.join(FACT_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join('?' for _ in FACT_COLUMNS)}) ON CONFLICT (round_id) DO NOTHING"
+)
+_FLOW = (
+    f"INSERT INTO analytics_item_flows ({', '.join(FLOW_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join('?' for _ in FLOW_COLUMNS)}) ON CONFLICT (position) DO NOTHING"
+)
+_DAILY_COLUMNS = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
+_DAILY = (
+    f"INSERT INTO analytics_daily ({', '.join(_DAILY_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join('?' for _ in _DAILY_COLUMNS)}) "
+    f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
+)
+
+
+def _flow_row(
+    position: int,
+    aggregate_id: str,
+    grant: dict[str, Any],
+    movement: str,
+    amount: int | None,
+    amount_currency: str | None,
+    reference: str | None,
+    at: float,
+) -> tuple[Any, ...]:
+    """An ``analytics_item_flows`` row in ``FLOW_COLUMNS`` order (as ``Analytics._flow``)."""
+    return (
+        position,
+        grant["inventory_item_id"],
+        aggregate_id,
+        grant["operator_id"],
+        grant["player_external_id"],
+        grant["item_id"],
+        movement,
+        grant["value_minor"],
+        grant["currency"],
+        grant["grant_value_base_minor"],
+        grant["base_currency"],
+        amount,
+        amount_currency,
+        reference,
+        at,
+        utc_day(at),
+    )
 
 
 # -- reading (the report) ---------------------------------------------------------------------

@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from application.sql import execute_in_order
+
 GENESIS = bytes(32)
 _FIXED = struct.Struct(">q16sqI")
 
@@ -149,6 +151,49 @@ class HashChain:
             previous = link
         self._last = (position, previous)
 
+    def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
+        """The links of a whole batch computed here, written with one ``executemany``,
+        and one ``chain_heads`` upsert per UTC day of the batch (its last link and how
+        many events it added), not one per event. Same rows as ``process`` per item."""
+        last_position, previous = last_link(cur)
+        if last_position < after:
+            # the chain ends before the tracking position (not reached by the runner):
+            # ``process`` fills the gap from the recorder
+            for item in items:
+                self.process(cur, item.event, item.position)
+            return
+        self._cur = None  # ``process`` re-reads the chain's end after this
+        links: list[tuple[Any, ...]] = []
+        heads: dict[str, list[Any]] = {}
+        for item in items:
+            if item.position <= last_position:
+                continue  # already chained
+            notification = item.notification
+            link = notification_link(previous, notification)
+            text = link.hex()
+            day = utc_day(item.event.timestamp)
+            originator = notification.originator_id
+            links.append(
+                (
+                    notification.id,
+                    text,
+                    originator.hex if isinstance(originator, UUID) else str(originator),
+                    notification.originator_version,
+                    notification.topic,
+                    day,
+                )
+            )
+            head = heads.get(day)
+            if head is None:
+                heads[day] = [day, notification.id, text, 1]
+            else:
+                head[1], head[2], head[3] = notification.id, text, head[3] + 1
+            previous = link
+        execute_in_order(
+            cur,
+            [(_LINK, row) for row in links] + [(_HEAD, tuple(head)) for head in heads.values()],
+        )
+
     def _between(self, after: int, upto: int) -> list[Any]:
         """The stored notifications with ``after < id <= upto``, in order (read ahead)."""
         if not (self._from <= after + 1 and upto <= self._to):
@@ -162,6 +207,18 @@ class HashChain:
         low = bisect.bisect_right(self._ids, after)
         high = bisect.bisect_right(self._ids, upto)
         return self._raw[low:high]
+
+
+_LINK = (
+    "INSERT INTO event_chain (position, link, originator_id, originator_version, topic, day) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_HEAD = (
+    "INSERT INTO chain_heads (day, position, link, events) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (day) DO UPDATE SET position = excluded.position, "
+    "link = excluded.link, events = chain_heads.events + excluded.events "
+    "WHERE chain_heads.position < excluded.position"
+)
 
 
 def last_link(cur: Any) -> tuple[int, bytes]:

@@ -13,7 +13,9 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from application.round_view import round_wire, voided_round_wire
+from application.sql import execute_in_order
 from domain.round import Round
+from projections.batching import select_in
 
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
@@ -71,6 +73,61 @@ class RoundHistory:
             "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?",
             (status, position, _json(view), round_id),
         )
+
+    def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
+        """As ``process`` per item: the openings the settles need are read in one query
+        before any write (a round opened earlier in the batch takes the batch's opening),
+        then the writes go in event order, pipelined."""
+        closing = [it.event.originator_id.hex for it in items if not _is_opened(it.event)]
+        stored = dict(
+            select_in(
+                cur,
+                "SELECT round_id, opening FROM round_history WHERE round_id IN ({keys})",
+                closing,
+            )
+        )
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        for item in items:
+            event, position = item.event, item.position
+            round_id = event.originator_id.hex
+            if _is_opened(event):
+                opening = event.opening
+                text = _json(opening)
+                statements.append(
+                    (
+                        _INSERT,
+                        (
+                            round_id,
+                            opening["public_id"],
+                            opening["operator_id"],
+                            opening["player_external_id"],
+                            opening["mode"],
+                            position,
+                            text,
+                        ),
+                    )
+                )
+                stored.setdefault(round_id, text)  # ON CONFLICT DO NOTHING keeps a stored one
+                continue
+            opening = json.loads(stored[round_id])
+            if isinstance(event, Round.RoundSettled):
+                status, view = "settled", round_wire(opening, event.settlement)
+            else:
+                status, view = "voided", voided_round_wire(opening["public_id"])
+            statements.append((_UPDATE, (status, position, _json(view), round_id)))
+        execute_in_order(cur, statements)
+
+
+_INSERT = (
+    "INSERT INTO round_history (round_id, public_id, operator_id, "
+    "player_external_id, mode, status, position, opening) "
+    "VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (round_id) DO NOTHING"
+)
+_UPDATE = "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?"
+
+
+def _is_opened(event: Any) -> bool:
+    return isinstance(event, Round.Opened)
 
 
 def list_rounds(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from eventsourcing.application import Application
 
@@ -56,7 +56,22 @@ def ensure_schema(db: SqlDatabase, statements: list[str]) -> None:
                 raise
 
 
+class Item(NamedTuple):
+    """One stored event of a batch: its notification id, the stored notification (topic,
+    raw state) and the decoded domain event (``None`` when no projection of the pass
+    subscribes to its topic)."""
+
+    position: int
+    notification: Any
+    event: Any
+
+
 class Projection(Protocol):
+    """``process`` applies one event. A projection may also define
+    ``process_batch(cur, items, after)``: apply the ``items`` (those of its topics, in
+    notification order, all with ``position > after``; ``after`` is the tracking position
+    the batch continues from) with the same result as ``process`` on each in turn."""
+
     name: str
     schema: list[str]
     topics: frozenset[str]
@@ -91,30 +106,64 @@ class ProjectionRunner:
             cur.execute("SELECT position FROM projection_tracking WHERE name = ?", (name,))
             return cur.fetchone()[0]
 
+    def positions(self) -> dict[str, int]:
+        """Every projection's tracking position, in one query."""
+        with self.db.transaction() as cur:
+            cur.execute("SELECT name, position FROM projection_tracking")
+            rows = cur.fetchall()
+        known = {name: int(position) for name, position in rows}
+        return {name: known[name] for name in self.projections}
+
     def head(self) -> int:
         return self.events.recorder.max_notification_id() or 0
 
+    def _read(self, start: int, names: list[str]) -> list[Item]:
+        """The next batch after ``start``, each event decoded once if any of ``names``
+        subscribes to its topic."""
+        notifications = self.events.recorder.select_notifications(start + 1, self.batch_size)
+        topic_sets = [self.projections[name].topics for name in names]
+        to_domain_event = self.events.mapper.to_domain_event
+        return [
+            Item(
+                n.id,
+                n,
+                to_domain_event(n) if any(n.topic in t for t in topic_sets) else None,
+            )
+            for n in notifications
+        ]
+
+    def _apply(self, name: str, start: int, items: list[Item]) -> bool:
+        """Apply ``items`` after ``start`` to one projection and move its tracking row
+        from ``start`` to the batch's end in one transaction; False if another runner
+        moved it first (nothing applied)."""
+        projection = self.projections[name]
+        end = items[-1].position
+        with self.db.transaction() as cur:
+            cur.execute(
+                "UPDATE projection_tracking SET position = ? WHERE name = ? AND position = ?",
+                (end, name, start),
+            )
+            if cur.rowcount != 1:
+                return False  # another runner applied this batch first
+            topics = projection.topics
+            mine = [it for it in items if it.position > start and it.notification.topic in topics]
+            if mine:
+                process_batch = getattr(projection, "process_batch", None)
+                if process_batch is not None:
+                    process_batch(cur, mine, start)
+                else:
+                    for item in mine:
+                        projection.process(cur, item.event, item.position)
+        return True
+
     def step(self, name: str) -> int:
         """Apply one batch; returns how many notifications were consumed (0: up to date)."""
-        projection = self.projections[name]
         with self._locks[name]:
             start = self.position(name)
-            notifications = self.events.recorder.select_notifications(start + 1, self.batch_size)
-            if not notifications:
+            items = self._read(start, [name])
+            if not items:
                 return 0
-            end = notifications[-1].id
-            with self.db.transaction() as cur:
-                cur.execute(
-                    "UPDATE projection_tracking SET position = ? WHERE name = ? AND position = ?",
-                    (end, name, start),
-                )
-                if cur.rowcount != 1:
-                    return 0  # another runner applied this batch first
-                for notification in notifications:
-                    if notification.topic in projection.topics:
-                        event = self.events.mapper.to_domain_event(notification)
-                        projection.process(cur, event, notification.id)
-            return len(notifications)
+            return len(items) if self._apply(name, start, items) else 0
 
     def catch_up(self, name: str | None = None, until: int | None = None) -> None:
         """Apply everything recorded up to ``until`` (default: the head now)."""
@@ -124,7 +173,26 @@ class ProjectionRunner:
                 self.step(projection_name)
 
     def run_pass(self) -> int:
-        return sum(self.step(name) for name in self.projections)
+        """One batch for every projection that is behind, read and decoded once and shared
+        by all projections at the same position. A projection behind the others (after a
+        rebuild) gets its own batch from where it is and so on, until every projection
+        had one batch; returns how many notifications were consumed in all."""
+        positions = self.positions()
+        pending = sorted(self.projections, key=positions.__getitem__)
+        consumed = 0
+        while pending:
+            start = positions[pending[0]]
+            items = self._read(start, pending)
+            if not items:
+                break  # the others are at or past ``start``: nothing for them either
+            end = items[-1].position
+            group = [name for name in pending if positions[name] < end]
+            pending = [name for name in pending if positions[name] >= end]
+            for name in group:
+                with self._locks[name]:
+                    if self._apply(name, positions[name], items):
+                        consumed += sum(1 for it in items if it.position > positions[name])
+        return consumed
 
 
 def tables_of(projection: Projection) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from application.sql import execute_in_order
 from domain.cashout import Cashout
 from domain.round import Round
 
@@ -51,9 +52,17 @@ class WalletDebitAttempts:
     ]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
+        cur.execute(*self._statement(event))
+
+    def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
+        """Writes only (nothing read back): the same statements in event order, pipelined."""
+        execute_in_order(cur, [self._statement(item.event) for item in items])
+
+    @staticmethod
+    def _statement(event: Any) -> tuple[str, tuple[Any, ...]]:
         round_id = event.originator_id.hex
         if isinstance(event, Round.DebitAttempted):
-            cur.execute(
+            return (
                 "INSERT INTO wallet_debit_attempts (debit_key, round_id, attempt, amount_minor, "
                 "currency, state, attempted_at) VALUES (?, ?, ?, ?, ?, 'in_flight', ?) "
                 "ON CONFLICT (debit_key) DO NOTHING",
@@ -66,16 +75,14 @@ class WalletDebitAttempts:
                     event.at,
                 ),
             )
-            return
         if isinstance(event, Round.RollbackEscalated):
-            cur.execute(
+            return (
                 "UPDATE wallet_debit_attempts SET escalated = 1 WHERE round_id = ? AND attempt = ?",
                 (round_id, event.attempt),
             )
-            return
         state = EVENTS[get_topic(type(event))]
         column = "uncertain_at" if state == "uncertain" else "settled_at"
-        cur.execute(
+        return (
             f"UPDATE wallet_debit_attempts SET state = ?, {column} = ? "  # noqa: S608
             "WHERE round_id = ? AND attempt = ?",
             (state, event.at, round_id, event.attempt),
@@ -110,9 +117,17 @@ class WalletCreditAttempts:
     ]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
+        cur.execute(*self._statement(event))
+
+    def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
+        """Writes only (nothing read back): the same statements in event order, pipelined."""
+        execute_in_order(cur, [self._statement(item.event) for item in items])
+
+    @staticmethod
+    def _statement(event: Any) -> tuple[str, tuple[Any, ...]]:
         cashout_id = event.originator_id.hex
         if isinstance(event, Cashout.CreditAttempted):
-            cur.execute(
+            return (
                 "INSERT INTO wallet_credit_attempts (credit_key, cashout_id, attempt, "
                 "amount_minor, currency, state, attempted_at) "
                 "VALUES (?, ?, ?, ?, ?, 'in_flight', ?) ON CONFLICT (credit_key) DO NOTHING",
@@ -125,8 +140,7 @@ class WalletCreditAttempts:
                     event.at,
                 ),
             )
-            return
-        cur.execute(
+        return (
             "UPDATE wallet_credit_attempts SET state = ?, answered_at = ? "
             "WHERE cashout_id = ? AND attempt = ?",
             (CREDIT_EVENTS[get_topic(type(event))], event.at, cashout_id, event.attempt),
