@@ -24,6 +24,7 @@ from projections.outbox import WebhookOutbox
 from projections.reconciler import WalletReconciler
 from projections.rounds import RoundHistory
 from projections.runner import ProjectionRunner
+from projections.wakeup import NotifyListener
 from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts
 
 log = logging.getLogger("upgrader.runtime")
@@ -38,11 +39,15 @@ class Runtime:
         platform: Platform,
         *,
         workers: bool | Iterable[str] = True,
-        projection_interval: float = 0.2,
+        projection_interval: float | None = None,
     ) -> None:
         self.platform = platform
         self.loops = frozenset(BACKGROUND_LOOPS) if workers is True else frozenset(workers or ())
+        # idle polling: on PostgreSQL only the fallback of the NOTIFY wake-up; SQLite polls
+        if projection_interval is None:
+            projection_interval = 0.2 if platform.location.kind == "postgresql" else 0.05
         self.projection_interval = projection_interval
+        self._projection_wake = asyncio.Event()
         ensure_tables(platform.db, FAIRNESS_SCHEMA)
         service = platform.config.service
         self.wallet = WalletClient(platform.clock, service.wallet_timeout_seconds)
@@ -81,21 +86,43 @@ class Runtime:
             if name in self.loops
         ]
 
+    def _listen_for_appends(self, wake: asyncio.Event) -> NotifyListener | None:
+        """PostgreSQL: wake the projection loop on the NOTIFY of every event-log insert."""
+        channel = getattr(self.platform.events.recorder, "channel_name", None)
+        if self.platform.location.kind != "postgresql" or not channel:
+            return None
+        loop = asyncio.get_running_loop()
+
+        def notified() -> None:
+            if not wake.is_set():  # racy but harmless: at worst one more call_soon
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(wake.set)
+
+        return NotifyListener(self.platform.location.conninfo(), channel, notified).start()
+
     async def _project_forever(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                applied = await anyio.to_thread.run_sync(self.runner.run_pass)
-            except Exception:
-                log.exception("projection pass failed")
-                applied = 0
-            if applied:
-                self.webhooks.wake()  # new outbox rows may exist
-            else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self.projection_interval)
+        wake = self._projection_wake = asyncio.Event()
+        listener = self._listen_for_appends(wake)
+        try:
+            while not self._stopping.is_set():
+                wake.clear()
+                try:
+                    applied = await anyio.to_thread.run_sync(self.runner.run_pass)
+                except Exception:
+                    log.exception("projection pass failed")
+                    applied = 0
+                if applied:
+                    self.webhooks.wake()  # new outbox rows may exist
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), self.projection_interval)
+        finally:
+            if listener is not None:
+                await anyio.to_thread.run_sync(listener.stop)
 
     async def stop(self) -> None:
         self._stopping.set()
+        self._projection_wake.set()  # the projection loop sees the stop at once
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(task, timeout=15)

@@ -1,0 +1,235 @@
+"""Projection benchmark: how fast the projections catch up with a PostgreSQL event log.
+
+Fills a fresh schema (``?schema=bench_proj_<pid>``, dropped at the end) with ``--rounds``
+balance rounds written straight through the domain objects (as ``ops/bench/replay.py``
+does, many rounds per commit), then times catching each projection up from position 0
+on its own, and all of them together through ``ProjectionRunner.run_pass`` (what the
+background worker runs). Prints events per second; nothing is asserted.
+
+    .venv/bin/python -m ops.bench.projections [--rounds 4000] [--url postgresql://...]
+        [--batch-size 500] [--per-event]
+
+``--per-event`` hides the projections' ``process_batch`` so the runner applies events one
+by one through ``process`` (the pre-batching write path, for comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from application.clock import ManualClock  # noqa: E402
+from application.opening import round_opening  # noqa: E402
+from application.platform import Platform  # noqa: E402
+from application.settlement import _grant  # noqa: E402
+from application.upgrader import check_target, quote  # noqa: E402
+from domain.fairness import ALGORITHM_KEY, is_win, roll  # noqa: E402
+from domain.ids import round_id  # noqa: E402
+from domain.round import Round  # noqa: E402
+from ops.bench.replay import PLAYERS, ROTATE_EVERY, Seeds, bench_config, pick_target  # noqa: E402
+from projections.analytics import Analytics  # noqa: E402
+from projections.hash_chain import HashChain  # noqa: E402
+from projections.inventory import InventoryView  # noqa: E402
+from projections.outbox import WebhookOutbox  # noqa: E402
+from projections.rounds import RoundHistory  # noqa: E402
+from projections.runner import ProjectionRunner, tables_of  # noqa: E402
+from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts  # noqa: E402
+
+ROUNDS_PER_COMMIT = 100
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def config(database_url: str) -> Any:
+    cfg = bench_config(database_url)
+    # a webhook URL, so the outbox renders and enqueues a webhook per settled round
+    operator = msgspec.structs.replace(cfg.operators[0], webhook_url="http://127.0.0.1:9/hooks")
+    return msgspec.structs.replace(cfg, operators=[operator])
+
+
+def generate(platform: Platform, clock: ManualClock, rounds: int, seed: int = 11) -> None:
+    rng = random.Random(seed)
+    operator = platform.directory.operators["bench"]
+    catalog = platform.directory.catalog
+    seeds = Seeds(rng, clock)
+    presets = operator.settings.chance_presets_bps
+    by_value = sorted((i.value_minor, i.item_id) for i in catalog.values())
+    done = 0
+    played: dict[str, int] = {}
+    while done < rounds:
+        batch: list[Any] = []
+        for _ in range(min(ROUNDS_PER_COMMIT, rounds - done)):
+            player = f"p-{rng.randrange(PLAYERS)}"
+            currency = "USD" if rng.random() < 0.2 else "EUR"
+            quoted = quote(
+                operator, currency, rng.randrange(100, 20_000), rng.choice(presets), for_play=True
+            )
+            target = pick_target(rng, by_value, quoted)
+            if target is None:
+                continue
+            item, prize = check_target(quoted, catalog, target, None)
+            action = f"a-{done}"
+            rid = round_id("bench", player, action)
+            clock.advance(0.5)
+            opening = round_opening(
+                platform,
+                quoted,
+                item,
+                prize,
+                rid=rid,
+                player=player,
+                client_action_id=action,
+                mode="balance",
+                fingerprint="bench",
+            )
+            round_ = Round(opening)
+            key = f"{opening['public_id']}:1"
+            attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
+            pair, server_seed = seeds.pair(player)
+            nonce = pair.use_nonce(opening["public_id"])
+            rolled = roll(server_seed, pair.client_seed, nonce)
+            won = is_win(rolled, opening["chance_bps"])
+            now = clock.now()
+            won_item = granted = None
+            if won:
+                granted, won_item = _grant(opening, rid, now)
+            settlement = {
+                "server_seed_hash": pair.server_seed_hash,
+                "client_seed": pair.client_seed,
+                "nonce": nonce,
+                "algorithm_key": ALGORITHM_KEY,
+                "rolled_bps": rolled,
+                "is_win": won,
+                "payout_minor": opening["target"]["value_minor"] if won else 0,
+                "nuggets_minor": 0,
+                "stake_counted_minor": opening["wager_minor"],
+                "stake_uncredited": None,
+                "won_item": won_item,
+                "balance_after_minor": None,
+                "settled_at": now,
+            }
+            debit = {
+                "attempt": attempt,
+                "idempotency_key": key,
+                "balance_after_minor": None,
+                "provider_txn_ref": None,
+                "at": now,
+            }
+            round_.settle(debit, settlement)
+            batch.append(round_)
+            if granted is not None:
+                batch.append(granted)
+            done += 1
+            played[player] = played.get(player, 0) + 1
+            if played[player] % ROTATE_EVERY == 0:
+                seeds.rotate(player)
+        touched = [pair for pair, _ in seeds.pairs.values() if pair.pending_events]
+        platform.events.save(*batch, *touched)
+
+
+def projections(platform: Platform) -> list[Any]:
+    return [
+        RoundHistory(),
+        WalletDebitAttempts(),
+        WalletCreditAttempts(),
+        InventoryView(),
+        WebhookOutbox(),
+        HashChain(platform.events.recorder),
+        Analytics(),
+    ]
+
+
+class PerEvent:
+    """A projection seen without its ``process_batch``: the runner applies event by event."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name, self.schema, self.topics = inner.name, inner.schema, inner.topics
+        if hasattr(inner, "rebuild_tables"):
+            self.rebuild_tables = inner.rebuild_tables
+
+    def process(self, cur: Any, event: Any, position: int) -> None:
+        self._inner.process(cur, event, position)
+
+
+def reset(platform: Platform, runner: ProjectionRunner) -> None:
+    with platform.db.transaction() as cur:
+        for name, projection in runner.projections.items():
+            cur.execute("UPDATE projection_tracking SET position = 0 WHERE name = ?", (name,))
+            for table in tables_of(projection):
+                cur.execute(f"DELETE FROM {table}")  # noqa: S608 - our own table names
+            if name == "webhook_outbox":
+                cur.execute("DELETE FROM webhook_deliveries")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4000)
+    parser.add_argument(
+        "--url", default=os.environ.get("UPGRADER_TEST_POSTGRES_URL") or DEFAULT_URL
+    )
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--per-event", action="store_true")
+    args = parser.parse_args(argv)
+    schema = f"bench_proj_{os.getpid()}"
+    url = f"{args.url.split('?')[0]}?schema={schema}"
+    clock = ManualClock(start=1_800_000_000.0)
+    platform = Platform(config(url), clock=clock)
+    try:
+        platform.record_configuration()
+        started = time.perf_counter()
+        generate(platform, clock, args.rounds)
+        total = platform.events.recorder.max_notification_id() or 0
+        print(
+            f"generated {total} events ({args.rounds} rounds) in "
+            f"{time.perf_counter() - started:.1f} s; batch size {args.batch_size}"
+            f"{'; per-event process' if args.per_event else ''}"
+        )
+        wrap = PerEvent if args.per_event else (lambda p: p)
+        for projection in projections(platform):
+            runner = ProjectionRunner(
+                platform.events, platform.db, [wrap(projection)], batch_size=args.batch_size
+            )
+            started, cpu = time.perf_counter(), time.process_time()
+            runner.catch_up(projection.name)
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            print(
+                f"  {projection.name:24s} {total / elapsed:9,.0f} events/s "
+                f"({elapsed:6.2f} s, {cpu:6.2f} s CPU)"
+            )
+        runner = ProjectionRunner(
+            platform.events,
+            platform.db,
+            [wrap(p) for p in projections(platform)],
+            batch_size=args.batch_size,
+        )
+        reset(platform, runner)
+        started, cpu = time.perf_counter(), time.process_time()
+        while runner.run_pass():
+            pass
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        assert all(runner.position(name) == total for name in runner.projections)
+        print(
+            f"  {'all 7 (run_pass)':24s} {total / elapsed:9,.0f} events/s "
+            f"({elapsed:6.2f} s, {cpu:6.2f} s CPU)"
+        )
+    finally:
+        platform.close()
+        import psycopg
+
+        with psycopg.connect(platform.location.conninfo(), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
