@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.application import AggregateNotFoundError, Repository
 from eventsourcing.persistence import IntegrityError
 
 from application.clock import iso_utc
@@ -33,6 +33,7 @@ def new_client_seed() -> str:
 
 
 SEED_CACHE_SIZE = 10_000
+PAIR_CACHE_SIZE = 10_000
 
 
 class FairnessService:
@@ -41,6 +42,11 @@ class FairnessService:
         # hash -> seed never changes once written, so a play need not read the vault
         # for a seed this process has seen (a bounded map, oldest entries dropped first)
         self._seeds: dict[str, str] = {}
+        # A player's fairness aggregate gains an event on every play and is read on
+        # every play. This process keeps the aggregates it has read and, on the next
+        # read, applies only the events recorded since (its own or other processes'):
+        # one query and a few events instead of a replay of the player's whole history.
+        self._pairs = Repository(platform.events.events, cache_maxsize=PAIR_CACHE_SIZE)
 
     def _new_server_seed_hash(self) -> str:
         server_seed = secrets.token_hex(32)
@@ -76,7 +82,7 @@ class FairnessService:
     def load_or_begin(self, operator_id: str, player: str) -> PlayerFairness:
         """The player's fairness aggregate; a new, unsaved one when there is none yet."""
         try:
-            return self.platform.events.repository.get(fairness_id(operator_id, player))
+            return self._pairs.get(fairness_id(operator_id, player))
         except AggregateNotFoundError:
             return PlayerFairness(
                 operator_id=operator_id,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -19,7 +18,6 @@ from application.rate_limits import RateLimiter
 from application.sessions import SCHEMA as SESSION_SCHEMA
 from application.sessions import Sessions
 from application.sql import SqlDatabase, open_database
-from domain.player_fairness import PlayerFairness
 
 log = logging.getLogger("upgrader")
 
@@ -28,10 +26,6 @@ class EventStore(Application[UUID]):
     """The one event log of the platform (rounds, items, seeds, configuration history)."""
 
     name = "upgrader"
-    # A player's fairness aggregate gains an event on every play and is read on every
-    # play: a snapshot every 50 versions keeps that read short however long the history.
-    # Snapshots are a cache beside the log; the audit never reads them.
-    snapshotting_intervals: ClassVar[dict[type, int]] = {PlayerFairness: 50}
 
 
 def ensure_tables(db: SqlDatabase, statements: list[str]) -> None:
