@@ -11,6 +11,12 @@ background worker runs). Prints events per second; nothing is asserted.
 
 ``--per-event`` hides the projections' ``process_batch`` so the runner applies events one
 by one through ``process`` (the pre-batching write path, for comparison).
+
+Measured on the 2-core box (PostgreSQL 15, shared with other jobs; 23,196 events, batch
+500), the runner before batching -> with it, run back to back, in events per second: all 7
+through ``run_pass`` 1,501 -> 6,754 (5.56 -> 1.98 s CPU); alone: event_chain 5,058 ->
+31,627, analytics 8,151 -> 30,445, webhook_outbox 13,450 -> 33,512, round_history 16,371
+-> 36,181, wallet_debit_attempts 19,535 -> 31,895, inventory 52,610 -> 77,779.
 """
 
 from __future__ import annotations
