@@ -27,6 +27,7 @@ Read-only: nothing is written. ``upgrader audit`` (``api/cli_audit.py``) is the 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,16 +38,17 @@ from eventsourcing.application import Application
 
 from application.audit_chain import ChainVerifier
 from application.audit_config import ConfigHistory, ProfileSnapshot, catalog_item
+from application.audit_decode import EventDecoder
 from domain.cashout import Cashout
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.fairness import ROLL_SPACE, is_valid_server_seed, roll, seed_hash
 from domain.ids import inventory_item_id, round_public_id
 from domain.inventory import InventoryItem
-from domain.money import Currency, reprice
+from domain.money import Currency
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
 from domain.stake_counting import count_item, displayed
-from domain.upgrader_rules import is_eligible, target_band
+from domain.upgrader_rules import CatalogItem, is_eligible, target_band
 
 RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped")
 # what a finished round keeps for the checks of later events (grants, nonces, rollbacks)
@@ -162,7 +164,8 @@ class _Round:
 
     @property
     def public_id(self) -> str:
-        return self.opening.get("public_id", round_public_id(self.uuid))
+        opening = self.opening  # as .get(key, default), without computing the default
+        return opening["public_id"] if "public_id" in opening else round_public_id(self.uuid)
 
 
 @dataclass
@@ -196,7 +199,7 @@ class Auditor:
         scope: AuditScope | None = None,
         expected_heads: dict[int, str] | None = None,
         check_chain: bool = True,
-        batch_size: int = 1000,
+        batch_size: int = 5000,
     ) -> None:
         self.events = events
         self.db = db
@@ -211,6 +214,8 @@ class Auditor:
         self.items: dict[int, _Item] = {}
         self.item_of: dict[UUID, _Item] = {}
         self.versions: dict[Any, int] = {}
+        self.decoder = EventDecoder(events.mapper)
+        self._listed: dict[int, tuple[dict[str, Any], CatalogItem]] = {}
         self._handlers: dict[type, Callable[[Any, int], None]] = {
             Round.Opened: self._opened,
             Round.DebitAttempted: self._debit_attempted,
@@ -240,15 +245,28 @@ class Auditor:
         recorder = self.events.recorder
         head = recorder.max_notification_id() or 0
         position = 0
-        while True:
-            batch = recorder.select_notifications(position + 1, self.batch_size)
-            if not batch:
-                break
-            for notification in batch:
-                self.step(notification)
-            position = batch[-1].id
-            if progress is not None:
-                progress(position, max(head, position))
+        # The replay state only grows (rounds, items, pairs: long-lived, never cyclic
+        # garbage), and the automatic collector would traverse all of it again and again
+        # (about a quarter of the replay's CPU). It is paused while the log is replayed;
+        # the young generations are collected once per page instead.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            while True:
+                batch = recorder.select_notifications(position + 1, self.batch_size)
+                if not batch:
+                    break
+                step = self.step
+                for notification in batch:
+                    step(notification)
+                position = batch[-1].id
+                del batch
+                gc.collect(1)
+                if progress is not None:
+                    progress(position, max(head, position))
+        finally:
+            if collecting:
+                gc.enable()
         self.finish()
         self.report.seconds = (datetime.now(UTC) - started).total_seconds()
         return self.report
@@ -258,7 +276,7 @@ class Auditor:
         self.chain.step(notification)
         self._check_version(notification)
         try:
-            event = self.events.mapper.to_domain_event(notification)
+            event = self.decoder.decode(notification)
         except Exception as exc:  # a stored event that no longer decodes
             self._event(
                 "event_unreadable",
@@ -282,7 +300,8 @@ class Auditor:
 
     def _check_version(self, notification: Any) -> None:
         key = notification.originator_id
-        last = self.versions.get(key, 0)
+        slot = key.int if type(key) is UUID else key  # an int hashes in C, a UUID in Python
+        last = self.versions.get(slot, 0)
         version = notification.originator_version
         if version != last + 1:
             self._event(
@@ -291,7 +310,7 @@ class Auditor:
                 f"event {notification.id} is version {version} of {_hex(key)}, "
                 f"but the log's previous event of it is version {last}",
             )
-        self.versions[key] = max(last, version)
+        self.versions[slot] = max(last, version)
 
     # -- recording findings -------------------------------------------------------------------
 
@@ -410,7 +429,7 @@ class Auditor:
                 f"not the band {band.lower_minor}..{band.upper_minor} of bet {wager} at chance "
                 f"{chance} bps, fee {ups.house_edge_bps} bps, Nuggets cost {ups.nuggets_cost}%",
             )
-        self._check_target(r, base, currency, band)
+        self._check_target(r, profile, base, currency, band)
         if o["mode"] == "items":
             self._check_stake(r, settings, base, currency)
 
@@ -440,7 +459,9 @@ class Auditor:
             self._round(r, "rate", f"base currency {o['base_currency']} is not {base.code}")
         return base, currency
 
-    def _check_target(self, r: _Round, base: Currency, currency: Currency, band: Any) -> None:
+    def _check_target(
+        self, r: _Round, profile: ProfileSnapshot, base: Currency, currency: Currency, band: Any
+    ) -> None:
         o = r.opening
         target = o["target"]
         item, problem = self.history.item(target["item_id"], o.get("catalog_version"))
@@ -448,10 +469,10 @@ class Auditor:
             self._round(r, "target", f"target item {target['item_id']}: {problem}")
         if item is None:
             return
-        listed = catalog_item(item)
+        listed = self._catalog_item(item)
         if not is_eligible(listed):
             self._round(r, "target", f"target item {listed.item_id} was not active and fulfillable")
-        value = reprice(listed.value_minor, base, currency)
+        value = profile.reprice(listed.value_minor, base, currency)
         if o["target_value_base_minor"] != listed.value_minor or target["value_minor"] != value:
             self._round(
                 r,
@@ -472,6 +493,13 @@ class Auditor:
             listed.collectible,
         ):
             self._round(r, "target", "the target's cash-back terms differ from the catalogue's")
+
+    def _catalog_item(self, item: dict[str, Any]) -> CatalogItem:
+        """``catalog_item(item)``, built once per recorded item snapshot (never mutated)."""
+        entry = self._listed.get(id(item))
+        if entry is None or entry[0] is not item:  # kept with its dict: the id stays its own
+            entry = self._listed[id(item)] = (item, catalog_item(item))
+        return entry[1]
 
     def _check_stake(
         self, r: _Round, settings: dict[str, Any], base: Currency, currency: Currency

@@ -14,12 +14,18 @@ written after the copy was taken): those events are counted as unchained, not re
 
 from __future__ import annotations
 
-from collections import deque
+import hashlib
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from projections.hash_chain import GENESIS, has_chain, notification_link
+from projections.hash_chain import GENESIS, has_chain
+
+# the fixed part of a link's input, as projections/hash_chain.py defines it:
+# position, originator id (16 bytes), version, len(topic)
+_pack = struct.Struct(">q16sqI").pack
+_sha256 = hashlib.sha256
 
 
 @dataclass
@@ -51,12 +57,16 @@ class ChainVerifier:
     heads_checked: int = 0
 
     def __post_init__(self) -> None:
-        self._rows: deque[ChainRow] = deque()
+        # the stored rows not yet matched: a fetched page and the index of the next one
+        # rows as tuples (position, link, originator_id, originator_version, topic)
+        self._page: list[tuple[int, bytes, str, int, str]] = []
+        self._next = 0
         self._after = 0
         self._exhausted = False
         self._pure = GENESIS
         self._resync = GENESIS
         self._seen_heads: set[int] = set()
+        self._topics: dict[str, bytes] = {}
         if self.db is not None and has_chain(self.db):
             self.available = True
             with self.db.transaction() as cur:
@@ -64,8 +74,8 @@ class ChainVerifier:
                 row = cur.fetchone()
             self.end = int(row[0]) if row and row[0] is not None else 0
 
-    def _peek(self) -> ChainRow | None:
-        if not self._rows and not self._exhausted:
+    def _peek(self) -> tuple[int, bytes, str, int, str] | None:
+        if self._next >= len(self._page) and not self._exhausted:
             with self.db.transaction() as cur:
                 cur.execute(
                     "SELECT position, link, originator_id, originator_version, topic "
@@ -75,15 +85,17 @@ class ChainVerifier:
                 fetched = cur.fetchall()
             if not fetched:
                 self._exhausted = True
-            for position, link, originator, version, topic in fetched:
-                self._rows.append(
-                    ChainRow(int(position), bytes.fromhex(link), originator, int(version), topic)
-                )
+            self._page = [
+                (int(position), bytes.fromhex(link), originator, int(version), topic)
+                for position, link, originator, version, topic in fetched
+            ]
+            self._next = 0
             if fetched:
                 self._after = int(fetched[-1][0])
-        return self._rows[0] if self._rows else None
+        return self._page[self._next] if self._next < len(self._page) else None
 
-    def _deleted(self, row: ChainRow) -> None:
+    def _deleted(self, stored: tuple[int, bytes, str, int, str]) -> None:
+        row = ChainRow(*stored)
         self.findings.append(
             ChainFinding(
                 "event_deleted",
@@ -93,40 +105,64 @@ class ChainVerifier:
             )
         )
 
+    def _link(self, previous: bytes, notification: Any) -> bytes:
+        """``projections.hash_chain.notification_link``, with the topic's bytes remembered."""
+        topic = notification.topic
+        topic_bytes = self._topics.get(topic)
+        if topic_bytes is None:
+            topic_bytes = self._topics[topic] = topic.encode("utf-8")
+        originator = notification.originator_id
+        if type(originator) is not UUID:
+            originator = UUID(str(originator))
+        digest = _sha256(previous)
+        digest.update(
+            _pack(
+                notification.id,
+                originator.bytes,
+                notification.originator_version,
+                len(topic_bytes),
+            )
+        )
+        digest.update(topic_bytes)
+        digest.update(notification.state)
+        return digest.digest()
+
     def step(self, notification: Any) -> None:
         previous = self._pure
-        pure = notification_link(previous, notification)
-        self._pure = pure
-        expected = self.expected_heads.get(notification.id)
-        if expected is not None:
-            self._seen_heads.add(notification.id)
-            self.heads_checked += 1
-            if pure.hex() != expected.lower():
-                self.findings.append(
-                    ChainFinding(
-                        "chain_head",
-                        notification.id,
-                        f"the chain recomputed from the log gives {pure.hex()} at event "
-                        f"{notification.id}, the stored head says {expected.lower()}",
+        position = notification.id
+        pure = self._pure = self._link(previous, notification)
+        if self.expected_heads:
+            expected = self.expected_heads.get(position)
+            if expected is not None:
+                self._seen_heads.add(position)
+                self.heads_checked += 1
+                if pure.hex() != expected.lower():
+                    self.findings.append(
+                        ChainFinding(
+                            "chain_head",
+                            position,
+                            f"the chain recomputed from the log gives {pure.hex()} at event "
+                            f"{position}, the stored head says {expected.lower()}",
+                        )
                     )
-                )
         if not self.available:
             return
-        row = self._peek()
-        while row is not None and row.position < notification.id:
+        page, index = self._page, self._next
+        row = page[index] if index < len(page) else self._peek()
+        while row is not None and row[0] < position:
             self._deleted(row)
-            self._resync = row.link
-            self._rows.popleft()
+            self._resync = row[1]
+            self._next += 1
             row = self._peek()
-        if row is None or notification.id > self.end:
+        if row is None or position > self.end:
             self.unchained += 1
             return
-        if row.position > notification.id:
+        if row[0] > position:
             self.findings.append(
                 ChainFinding(
                     "event_inserted",
-                    notification.id,
-                    f"event {notification.id} ({notification.topic} of "
+                    position,
+                    f"event {position} ({notification.topic} of "
                     f"{_hex(notification.originator_id)} version "
                     f"{notification.originator_version}) is not in the hash chain, "
                     f"which covers events up to {self.end}",
@@ -134,13 +170,14 @@ class ChainVerifier:
             )
             return
         # the resynchronised chain equals the pure one until the first divergence
-        link = pure if self._resync == previous else notification_link(self._resync, notification)
-        if link != row.link:
+        resync = self._resync
+        link = pure if resync == previous else self._link(resync, notification)
+        if link != row[1]:
             self.findings.append(
                 ChainFinding(
                     "chain_mismatch",
-                    notification.id,
-                    f"event {notification.id} ({notification.topic} of "
+                    position,
+                    f"event {position} ({notification.topic} of "
                     f"{_hex(notification.originator_id)} version "
                     f"{notification.originator_version}) does not match its hash-chain link: "
                     "its stored bytes were changed after it was chained",
@@ -148,15 +185,15 @@ class ChainVerifier:
             )
         else:
             self.links_checked += 1
-        self._resync = row.link
-        self._rows.popleft()
+        self._resync = row[1]
+        self._next += 1
 
     def finish(self) -> None:
         if self.available:
             row = self._peek()
             while row is not None:
                 self._deleted(row)
-                self._rows.popleft()
+                self._next += 1
                 row = self._peek()
         for position in sorted(set(self.expected_heads) - self._seen_heads):
             self.findings.append(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.config_history import CatalogItemRecord, OperatorProfile
-from domain.money import Currency, parse_rate
+from domain.money import Currency, parse_rate, reprice
 from domain.upgrader_rules import (
     CatalogItem,
     SelectorConfig,
@@ -29,6 +29,9 @@ class ProfileSnapshot:
     settings: dict[str, Any]
     rates: dict[str, dict[str, Any]]
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    _prices: dict[tuple[int, str, str], int] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def upgrader(self) -> UpgraderSettings:
         if "upgrader" not in self._cache:
@@ -62,11 +65,33 @@ class ProfileSnapshot:
             )
         return self._cache[key]
 
+    def _own(self, base: Currency, currency: Currency) -> bool:
+        """Whether both are this snapshot's Currency objects (then their codes name them)."""
+        cache = self._cache
+        return (
+            cache.get(("currency", base.code)) is base
+            and cache.get(("currency", currency.code)) is currency
+        )
+
     def selector(self, base: Currency, currency: Currency) -> SelectorConfig:
-        key = ("selector", base, currency)
-        if key not in self._cache:
-            self._cache[key] = derive_selector_config(self.upgrader(), base, currency)
-        return self._cache[key]
+        if not self._own(base, currency):
+            return derive_selector_config(self.upgrader(), base, currency)
+        # codes as the key: cheaper to hash than Currency objects and their Fraction rates
+        key = ("selector", base.code, currency.code)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = derive_selector_config(self.upgrader(), base, currency)
+        return found
+
+    def reprice(self, value_minor: int, base: Currency, currency: Currency) -> int:
+        """``money.reprice`` of a base-currency amount, remembered per (amount, currencies)."""
+        if type(value_minor) is not int or not self._own(base, currency):
+            return reprice(value_minor, base, currency)
+        key = (value_minor, base.code, currency.code)
+        found = self._prices.get(key)
+        if found is None:
+            found = self._prices[key] = reprice(value_minor, base, currency)
+        return found
 
 
 def catalog_item(item: dict[str, Any]) -> CatalogItem:
