@@ -114,18 +114,13 @@ class ChainVerifier:
         originator = notification.originator_id
         if type(originator) is not UUID:
             originator = UUID(str(originator))
-        digest = _sha256(previous)
-        digest.update(
-            _pack(
-                notification.id,
-                originator.bytes,
-                notification.originator_version,
-                len(topic_bytes),
-            )
+        fixed = _pack(
+            notification.id,
+            originator.int.to_bytes(16, "big"),  # UUID.bytes, without the property call
+            notification.originator_version,
+            len(topic_bytes),
         )
-        digest.update(topic_bytes)
-        digest.update(notification.state)
-        return digest.digest()
+        return _sha256(b"".join((previous, fixed, topic_bytes, notification.state))).digest()
 
     def step(self, notification: Any) -> None:
         previous = self._pure

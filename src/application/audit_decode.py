@@ -21,15 +21,24 @@ an object ``{"_type_": NAME, "_data_": DATA}`` (every event has one: its ``times
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import msgspec
-from eventsourcing.persistence import Mapper, find_id_convertor
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    Mapper,
+    find_id_convertor,
+    pass_through_convertor,
+)
 from eventsourcing.utils import resolve_topic
 
 _TYPE = b'"_type_"'
 _ESCAPE = b"\\u"
 _decode_json = msgspec.json.decode
+_fromisoformat = datetime.fromisoformat
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 class _Fallback(Exception):
@@ -49,7 +58,10 @@ class EventDecoder:
             and mapper.compressor is None
         )
         self.names: dict[str, Any] = dict(names) if self.enabled else {}
-        self._classes: dict[tuple[str, type], tuple[type, Any] | None] = {}
+        self._classes: dict[tuple[str, type], tuple[type, Any, type] | None] = {}
+        self._by_topic: dict[str, tuple[type, Any, type]] = {}
+        # eventsourcing's own datetime transcoding is decoded inline
+        self._iso_dates = type(self.names.get("datetime_iso")) is DatetimeAsISO
         self.fast = 0
         self.slow = 0
 
@@ -66,7 +78,7 @@ class EventDecoder:
         self.slow += 1
         return self.mapper.to_domain_event(notification)
 
-    def _class(self, topic: str, id_type: type) -> tuple[type, Any]:
+    def _class(self, topic: str, id_type: type) -> tuple[type, Any, type]:
         key = (topic, id_type)
         known = self._classes.get(key, False)
         if known is False:
@@ -76,15 +88,21 @@ class EventDecoder:
             except Exception:
                 known = None
             else:
-                known = None if getattr(cls, "class_version", 1) != 1 else (cls, convert)
+                if convert is pass_through_convertor:
+                    convert = None  # nothing to call
+                known = None if getattr(cls, "class_version", 1) != 1 else (cls, convert, id_type)
             self._classes[key] = known
         if known is None:
             raise _Fallback
+        self._by_topic[topic] = known
         return known
 
     def _decode(self, notification: Any) -> Any:
         originator_id = notification.originator_id
-        cls, convert = self._class(notification.topic, type(originator_id))
+        topic = notification.topic
+        known = self._by_topic.get(topic)
+        if known is None or known[2] is not type(originator_id):
+            known = self._class(topic, type(originator_id))
         data = notification.state
         if type(data) is not bytes:
             raise _Fallback
@@ -97,18 +115,26 @@ class EventDecoder:
         if data.count(_TYPE) == 1 and _ESCAPE not in data:
             stamp = state.get("timestamp")
             if type(stamp) is dict and len(stamp) == 2 and "_type_" in stamp and "_data_" in stamp:
-                state["timestamp"] = self._revive_one(stamp)
+                if stamp["_type_"] == "datetime_iso" and self._iso_dates:
+                    try:  # DatetimeAsISO.decode, inline
+                        state["timestamp"] = _fromisoformat(stamp["_data_"])
+                    except Exception:
+                        raise _Fallback from None
+                else:
+                    state["timestamp"] = self._revive_one(stamp)
             else:  # the one typed object is elsewhere: walk it all
                 state = self._revive(state)
         elif _TYPE in data or _ESCAPE in data:
             state = self._revive(state)
         if type(state) is not dict:
             raise _Fallback
-        state["originator_id"] = convert(originator_id)
+        cls, convert, _ = known
+        state["originator_id"] = originator_id if convert is None else convert(originator_id)
         state["originator_version"] = notification.originator_version
-        state.pop("class_version", None)
-        event = object.__new__(cls)
-        object.__setattr__(event, "__dict__", state)
+        if "class_version" in state:
+            del state["class_version"]
+        event = _new(cls)
+        _setattr(event, "__dict__", state)
         return event
 
     def _revive_one(self, d: dict[str, Any]) -> Any:
