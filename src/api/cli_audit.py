@@ -100,7 +100,9 @@ def _print_summary(report: Any) -> None:
     data = report.as_json()
     chain = data["chain"]
     print("upgrader audit")
-    print(f"  events replayed:     {data['eventsReplayed']} ({data['seconds']:.2f} s)")
+    seconds = data["seconds"]
+    rate = f", {data['eventsReplayed'] / seconds:,.0f} events/s" if seconds > 0 else ""
+    print(f"  events replayed:     {data['eventsReplayed']} ({seconds:.2f} s{rate})")
     print(
         f"  rounds checked:      {data['roundsChecked']} (settled {data['roundsSettled']}, "
         f"voided {data['roundsVoided']}, open {data['roundsOpen']})"

@@ -44,10 +44,10 @@ from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.fairness import ROLL_SPACE, is_valid_server_seed, roll, seed_hash
 from domain.ids import inventory_item_id, round_public_id
 from domain.inventory import InventoryItem
-from domain.money import Currency
+from domain.money import Currency, reprice_fraction
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
-from domain.stake_counting import count_item, displayed
+from domain.stake_counting import count_item
 from domain.upgrader_rules import CatalogItem, is_eligible, target_band
 
 RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped")
@@ -543,7 +543,8 @@ class Auditor:
                 cashback,
                 settings.get("credits_share_bps", 10000),
             )
-            value, _ = displayed(counted, base, currency)
+            # displayed(counted, base, currency)[0]: the Uncredited part is not checked here
+            value = reprice_fraction(counted.credited_exact, base, currency)
             if value != entry["valueMinor"]:
                 self._round(
                     r,
