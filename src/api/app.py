@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
+import anyio
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -54,14 +56,43 @@ OPENAPI = OpenAPIConfig(
 )
 
 
+def worker_threads(platform: Platform) -> int | None:
+    """Threads for store calls: the event store's connections (pool + overflow) on
+    PostgreSQL, where more threads would only queue for a connection and contend for
+    the GIL; anyio's default (40) on SQLite. ``UPGRADER_THREADS`` overrides."""
+    if os.environ.get("UPGRADER_THREADS"):
+        return int(os.environ["UPGRADER_THREADS"])
+    if platform.location.kind != "postgresql":
+        return None
+    env = platform.location.eventsourcing_env()
+    return int(env.get("POSTGRES_POOL_SIZE", 8)) + int(env.get("POSTGRES_MAX_OVERFLOW", 8))
+
+
+async def start_request_path(platform: Platform) -> None:
+    """On the serving event loop: the thread limit, and (PostgreSQL) the rate limiter's
+    own connections, so that counting a request takes no thread hand-off."""
+    threads = worker_threads(platform)
+    if threads is not None:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+    location = platform.location
+    if location.kind == "postgresql":
+        await platform.limiter.start_async(
+            location.conninfo(), f"-c search_path={location.schema} -c lock_timeout=5000"
+        )
+
+
 def create_app(
     platform: Platform, *, workers: bool | Iterable[str] = True, extra_routes: list | None = None
 ) -> Litestar:
     """The app over ``platform``; ``workers`` runs projections and the reconciler in-process."""
     runtime = Runtime(platform, workers=workers)
+
+    async def request_path() -> None:
+        await start_request_path(platform)
+
     app = Litestar(
-        on_startup=[runtime.start],
-        on_shutdown=[runtime.stop],
+        on_startup=[runtime.start, request_path],
+        on_shutdown=[runtime.stop, platform.limiter.stop_async],
         route_handlers=[*ROUTES, *(extra_routes or [])],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OPENAPI,

@@ -6,12 +6,21 @@ wire (ASGI ``raw_path``: percent-encoding, doubled or trailing slashes are not n
 away before verifying, the way the reference wallet verifies the platform's calls), and
 leaves the operator id on ``request.state``. An envelope header sent twice is refused:
 which copy counts would otherwise depend on the parser.
+
+Each guard also does the rest of a request's admission, so that a route runs one guard
+(Litestar copies the route handler for every guard it calls): the rate-limit hit of the
+key or session, chained with the player's play on play routes (``opt=COUNTS_PLAYS``) in
+one statement on the event loop (application/rate_limits.py), and the strict decoding of
+the body, whose refusal is answered after the key's or session's verdict, as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from typing import Any
 
+import anyio
 import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -19,8 +28,10 @@ from litestar.handlers.base import BaseRouteHandler
 
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
+from application.rate_limits import Hit, NoConnection
 from application.sessions import PlayerSession
-from application.store_calls import in_store
+from application.sql import StoreUnavailable
+from application.store_calls import STORE_DEADLINE_SECONDS, in_store
 from domain.signing import (
     HEADER_KEY_ID,
     HEADER_SIGNATURE,
@@ -28,6 +39,8 @@ from domain.signing import (
     AuthFailure,
     verify_inbound,
 )
+
+log = logging.getLogger("upgrader.api")
 
 _MESSAGES = {
     AuthFailure.MISSING_HEADERS: "X-Key-Id, X-Timestamp and X-Signature are required",
@@ -43,7 +56,7 @@ def platform_of(connection: ASGIConnection) -> Platform:
     return connection.app.state.platform
 
 
-async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+async def s2s_guard(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
     platform = platform_of(connection)
     request: Request = Request(connection.scope, connection.receive)
     body = await request.body()
@@ -63,12 +76,73 @@ async def s2s_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     connection.state.operator_id = outcome.operator_id
     connection.state.key_id = outcome.key_id
     limits = platform.directory.operators[outcome.operator_id].config.limits
-    await in_store(
-        platform.limiter.hit,
-        f"key:{outcome.key_id}",
-        limits.requests_per_second_per_key,
-        "requests for this key",
-    )
+    key_hit = (f"key:{outcome.key_id}", limits.requests_per_second_per_key, "requests for this key")
+    await _count_then_check_body(connection, route_handler, body, outcome.operator_id, key_hit)
+
+
+async def _count_then_check_body(
+    connection: ASGIConnection,
+    route_handler: BaseRouteHandler,
+    body: bytes,
+    operator_id: str,
+    first: Hit,
+    player: str | None = None,
+) -> None:
+    """Count ``first`` (the key or the session) and, on a play route with a valid body,
+    the player's play in the same chain (one statement); then refuse an invalid body.
+
+    The order of the answers is the one of counting one after another: over the first
+    limit is 429 and counts nothing more; an invalid body is 422 and counts no play.
+    """
+    value, problem = _strict_decode(route_handler, body)
+    hits = [first]
+    if problem is None and route_handler.opt.get(PLAYS_OPT):
+        who = player if player is not None else value.player_external_id
+        hits.append(plays_hit(platform_of(connection), operator_id, who))
+    await count_hits(platform_of(connection), hits)
+    if problem is not None:
+        raise problem
+    connection.state.body_checked = True
+
+
+PLAYS_OPT = "counts_plays"  # route opt: the guard counts the player's play
+
+
+def plays_hit(platform: Platform, operator_id: str, player: str) -> Hit:
+    """Plays per player per second (operator setting), across every API process."""
+    limit = platform.directory.operators[operator_id].config.limits.plays_per_second_per_player
+    return (f"plays:{len(operator_id)}:{operator_id}:{player}", limit, "plays for this player")
+
+
+async def count_hits(platform: Platform, hits: list[Hit]) -> None:
+    """Count a chain of rate-limit hits (application/rate_limits.py) under the store
+    deadline: on the event loop on PostgreSQL, else in one store call."""
+    hits = [hit for hit in hits if hit[1] > 0]
+    if not hits:
+        return
+    limiter = platform.limiter
+    if not limiter.on_loop:
+        await in_store(limiter.hit_chain, hits)
+        return
+    try:
+        with anyio.fail_after(STORE_DEADLINE_SECONDS):
+            await limiter.count(hits)
+    except NoConnection as exc:  # nothing counted: count through the store's pool
+        log.warning("rate-limit connection refused (%s); counting through the pool", exc)
+        await in_store(limiter.hit_chain, hits)
+        return
+    except TimeoutError:
+        reason = "a rate-limit count exceeded its deadline"
+    except StoreUnavailable as exc:
+        reason = str(exc)
+    else:
+        return
+    log.warning("rate-limit count failed: %s", reason)
+    await in_store(_unavailable, reason)  # the probe and breaker of every store call
+
+
+def _unavailable(reason: str) -> None:
+    raise StoreUnavailable(reason)
 
 
 def _wire_path(connection: ASGIConnection) -> str:
@@ -98,7 +172,7 @@ def bearer_token(connection: ASGIConnection) -> str | None:
     return token.strip()
 
 
-async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+async def player_guard(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
     platform = platform_of(connection)
     token = bearer_token(connection)
     session: PlayerSession = await in_store(platform.sessions.authenticate, token)
@@ -106,12 +180,47 @@ async def player_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     connection.state.operator_id = session.operator_id
     limits = platform.directory.operators[session.operator_id].config.limits
     bucket = f"session:{hashlib.sha256((token or '').encode()).hexdigest()[:32]}"
-    await in_store(
-        platform.limiter.hit,
-        bucket,
-        limits.requests_per_second_per_session,
-        "requests for this session",
+    session_hit = (bucket, limits.requests_per_second_per_session, "requests for this session")
+    body = b""
+    if route_handler.parsed_data_field is not None:
+        try:
+            body = await Request(connection.scope, connection.receive).body()
+        except Exception:  # e.g. 413: the session's hit still counts, as it always did
+            await count_hits(platform, [session_hit])
+            raise
+    await _count_then_check_body(
+        connection,
+        route_handler,
+        body,
+        session.operator_id,
+        session_hit,
+        player=session.player_external_id,
     )
+
+
+_DECODERS: dict[Any, msgspec.json.Decoder] = {}
+
+
+def _strict_decode(
+    route_handler: BaseRouteHandler, body: bytes
+) -> tuple[Any, PlatformError | None]:
+    """The body decoded strictly against the route's declared struct (None without one),
+    or the VALIDATION_ERROR to answer."""
+    field = route_handler.parsed_data_field
+    if field is None:
+        return None, None
+    decoder = _DECODERS.get(field.annotation)
+    if decoder is None:
+        decoder = _DECODERS[field.annotation] = msgspec.json.Decoder(field.annotation)
+    try:
+        return decoder.decode(body), None
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        where = message.rsplit(" - at `$.", 1)
+        text = f"{where[1].rstrip('`')}: {where[0]}" if len(where) == 2 else message
+        return None, validation_error(text)
+    except msgspec.DecodeError as exc:
+        return None, validation_error(f"malformed request: {exc}")
 
 
 async def strict_body(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
@@ -120,17 +229,12 @@ async def strict_body(connection: ASGIConnection, route_handler: BaseRouteHandle
     Litestar converts bodies with ``strict=False``, which would take ``"1000"`` or
     ``1000.0`` for an integer; the interface wants such input refused as
     VALIDATION_ERROR, so the raw bytes are decoded here against the declared struct.
+    The authenticating guards already do it (before counting a play); routes without
+    one (session init) get it here.
     """
-    field = route_handler.parsed_data_field
-    if field is None:
+    if route_handler.parsed_data_field is None or getattr(connection.state, "body_checked", False):
         return
     body = await Request(connection.scope, connection.receive).body()
-    try:
-        msgspec.json.decode(body, type=field.annotation)
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        where = message.rsplit(" - at `$.", 1)
-        text = f"{where[1].rstrip('`')}: {where[0]}" if len(where) == 2 else message
-        raise validation_error(text) from None
-    except msgspec.DecodeError as exc:
-        raise validation_error(f"malformed request: {exc}") from None
+    _, problem = _strict_decode(route_handler, body)
+    if problem is not None:
+        raise problem

@@ -1,18 +1,35 @@
 """Abuse limits (fixed one-second windows) shared by every API process through the store.
 
-A hit is one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` on ``rate_counters``;
-over the limit the caller is told how long to wait (the rest of the window, rounded
-up to whole seconds for ``Retry-After``). Old windows are swept now and then.
+A hit adds one to its bucket's row of ``rate_counters`` for the current window
+(``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``) and is refused when the count is
+over the limit; over the limit the caller is told how long to wait (the rest of the
+window, rounded up to whole seconds for ``Retry-After``). Refused hits count too.
+
+A request may make a *chain* of hits (a play: its key, then its player): each bucket
+is counted only if every bucket before it was within its limit, and the first one over
+its limit is the refusal. That is what counting them one call after another did; on
+PostgreSQL the chain is now one statement (data-modifying CTEs, a row lock per bucket,
+always taken in chain order), run on the event loop over a few autocommit connections
+of the limiter's own with server-side prepared statements: one round trip, no thread
+hand-off, no pool pre-ping, no BEGIN/COMMIT. Elsewhere (SQLite, or before the API
+starts the async counter) the chain runs in one transaction through ``SqlDatabase``.
+
+Windows older than a minute are swept at most once every ``SWEEP_SECONDS`` per process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import math
-import random
+import select
+from collections.abc import Sequence
+from typing import Any
 
 from application.clock import Clock
 from application.errors import PlatformError
-from application.sql import SqlDatabase
+from application.sql import SqlDatabase, StoreUnavailable
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS rate_counters (
@@ -21,6 +38,19 @@ SCHEMA = [
         hits INTEGER NOT NULL,
         PRIMARY KEY (bucket, window_start))""",
 ]
+
+SWEEP_SECONDS = 10  # per process; rows older than KEEP_SECONDS go
+KEEP_SECONDS = 60
+
+# (bucket, limit, what): ``what`` names the refusal ("requests for this key").
+Hit = tuple[str, int, str]
+
+_UPSERT = (
+    "INSERT INTO rate_counters (bucket, window_start, hits) VALUES (?, ?, 1) "
+    "ON CONFLICT (bucket, window_start) DO UPDATE "
+    "SET hits = rate_counters.hits + 1 RETURNING hits"
+)
+_SWEEP = "DELETE FROM rate_counters WHERE window_start < ?"
 
 
 def rate_limited(retry_after: int, what: str) -> PlatformError:
@@ -32,26 +62,194 @@ def rate_limited(retry_after: int, what: str) -> PlatformError:
     )
 
 
+@functools.cache
+def chain_sql(length: int) -> str:
+    """One PostgreSQL statement counting a chain of ``length`` buckets in one window.
+
+    Parameters: the window, then (bucket, limit) per bucket. Returns one row with the
+    count of each bucket, NULL for the buckets not counted (an earlier one was over).
+    """
+    if length == 1:
+        return (
+            "INSERT INTO rate_counters AS c (bucket, window_start, hits) "
+            "VALUES ($2::text, $1::bigint, 1) ON CONFLICT (bucket, window_start) "
+            "DO UPDATE SET hits = c.hits + 1 RETURNING c.hits"
+        )
+    parts = []
+    for n in range(length):
+        bucket = f"${2 * n + 2}::text"
+        source = (
+            f"VALUES ({bucket}, $1::bigint, 1)"
+            if n == 0
+            else f"SELECT {bucket}, $1::bigint, 1 FROM h{n - 1} "  # noqa: S608 - no input
+            f"WHERE h{n - 1}.hits <= ${2 * n + 1}::int"
+        )
+        parts.append(
+            f"h{n} AS (INSERT INTO rate_counters AS c (bucket, window_start, hits) {source} "
+            "ON CONFLICT (bucket, window_start) DO UPDATE SET hits = c.hits + 1 "
+            "RETURNING c.hits)"
+        )
+    columns = ", ".join(f"(SELECT hits FROM h{n})" for n in range(length))  # noqa: S608
+    return f"WITH {', '.join(parts)} SELECT {columns}"
+
+
+def _verdict(hits: Sequence[Hit], counts: Sequence[int | None], now: float, window: int) -> None:
+    for (_, limit, what), count in zip(hits, counts, strict=True):
+        if count is None or count > limit:
+            raise rate_limited(max(1, math.ceil(window + 1 - now)), what)
+
+
 class RateLimiter:
     def __init__(self, db: SqlDatabase, clock: Clock) -> None:
         self.db = db
         self.clock = clock
+        self._next_sweep = 0
+        self._counter: AsyncCounter | None = None
 
     def hit(self, bucket: str, limit: int, what: str) -> None:
         """Count one hit; RATE_LIMITED (429) when ``bucket`` is over ``limit`` per second."""
-        if limit <= 0:
+        self.hit_chain([(bucket, limit, what)])
+
+    def hit_chain(self, hits: Sequence[Hit]) -> None:
+        """Count a chain of hits in one transaction (see the module docstring)."""
+        hits = [h for h in hits if h[1] > 0]
+        if not hits:
             return
         now = self.clock.now()
         window = math.floor(now)
+        counts: list[int | None] = [None] * len(hits)
         with self.db.transaction() as cur:
-            cur.execute(
-                "INSERT INTO rate_counters (bucket, window_start, hits) VALUES (?, ?, 1) "
-                "ON CONFLICT (bucket, window_start) DO UPDATE "
-                "SET hits = rate_counters.hits + 1 RETURNING hits",
-                (bucket, window),
+            for n, (bucket, limit, _) in enumerate(hits):
+                cur.execute(_UPSERT, (bucket, window))
+                counts[n] = cur.fetchone()[0]
+                if counts[n] > limit:
+                    break
+            if self._sweep_due(window):
+                cur.execute(_SWEEP, (window - KEEP_SECONDS,))
+        _verdict(hits, counts, now, window)
+
+    def _sweep_due(self, window: int) -> bool:
+        if window < self._next_sweep:
+            return False
+        self._next_sweep = window + SWEEP_SECONDS
+        return True
+
+    # -- the event-loop path (PostgreSQL) --------------------------------------------
+
+    async def start_async(self, conninfo: str, options: str, size: int = 4) -> None:
+        """Count on the running event loop from now on (PostgreSQL only)."""
+        await self.stop_async()
+        self._counter = AsyncCounter(conninfo, options, size)
+
+    async def stop_async(self) -> None:
+        counter, self._counter = self._counter, None
+        if counter is not None:
+            await counter.close()
+
+    @property
+    def on_loop(self) -> bool:
+        """True when ``count`` runs on the event loop (no thread, no transaction)."""
+        return self._counter is not None
+
+    async def count(self, hits: Sequence[Hit]) -> None:
+        """Count a chain on the event loop; RATE_LIMITED for the first bucket over."""
+        assert self._counter is not None, "start_async first"
+        hits = [h for h in hits if h[1] > 0]
+        if not hits:
+            return
+        now = self.clock.now()
+        window = math.floor(now)
+        params: list[Any] = [window]
+        for bucket, limit, _ in hits:
+            params += [bucket, limit]
+        params.pop()  # the last bucket's limit is checked here, not in the statement
+        sweep = window - KEEP_SECONDS if self._sweep_due(window) else None
+        counts = await self._counter.run(chain_sql(len(hits)), params, sweep)
+        _verdict(hits, counts, now, window)
+
+
+class NoConnection(Exception):
+    """The counter could not open a connection: nothing was sent, so nothing counted."""
+
+
+class AsyncCounter:
+    """Up to ``size`` autocommit connections used from one event loop, each statement
+    prepared on its first use. An idle connection the server has written to (it only
+    does so to say it is closing it, e.g. on a restart) is replaced before use, which
+    is what the pool's pre-ping was for, without the round trip. A statement that
+    fails is never retried (it may have counted): StoreUnavailable. A connection that
+    cannot be opened (``max_connections`` reached, say) is NoConnection: nothing was
+    sent, and the caller counts through the store's pool instead."""
+
+    def __init__(self, conninfo: str, options: str, size: int) -> None:
+        self.conninfo = conninfo
+        self.options = options
+        self.size = size
+        self._idle: list[Any] = []
+        self._slots: asyncio.Semaphore | None = None
+
+    async def run(self, sql: str, params: Sequence[Any], sweep: int | None) -> Sequence[Any]:
+        import psycopg
+
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.size)
+        async with self._slots:
+            conn = None
+            try:
+                conn = await self._connection()
+                cursor = await conn.execute(sql, params)
+                row = await cursor.fetchone()
+                if sweep is not None:
+                    await conn.execute(
+                        "DELETE FROM rate_counters WHERE window_start < $1::bigint", (sweep,)
+                    )
+            except psycopg.OperationalError as exc:
+                await self._discard(conn)
+                first_line = (str(exc).splitlines() or [""])[0]
+                raise StoreUnavailable(f"{type(exc).__name__}: {first_line}") from exc
+            except BaseException:
+                await self._discard(conn)
+                raise
+            self._idle.append(conn)
+            return row
+
+    async def _connection(self) -> Any:
+        import psycopg
+
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed and not _readable(conn):
+                return conn
+            await self._discard(conn)
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.conninfo,
+                autocommit=True,
+                prepare_threshold=0,
+                connect_timeout=2,
+                options=self.options,
             )
-            hits = cur.fetchone()[0]
-            if random.random() < 0.01:
-                cur.execute("DELETE FROM rate_counters WHERE window_start < ?", (window - 60,))
-        if hits > limit:
-            raise rate_limited(max(1, math.ceil(window + 1 - now)), what)
+        except psycopg.OperationalError as exc:  # e.g. max_connections: nothing was counted
+            raise NoConnection(str(exc).splitlines()[0] if str(exc) else "") from exc
+        # $n placeholders: the statements are sent as written (server-side parameters).
+        conn.cursor_factory = psycopg.AsyncRawCursor
+        return conn
+
+    async def _discard(self, conn: Any) -> None:
+        if conn is not None:
+            with contextlib.suppress(Exception):  # it is going away anyway
+                await conn.close()
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await self._discard(conn)
+
+
+def _readable(conn: Any) -> bool:
+    """Whether the server wrote to an idle connection (a closing notice, or EOF)."""
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from api.auth import player_guard, s2s_guard, strict_body
+from api.auth import player_guard, s2s_guard
 from api.errors import ERROR_RESPONSES
-from api.routes.upgrader import PlayerQuery, limit_plays, prizes_answer
+from api.routes.upgrader import COUNTS_PLAYS, PlayerQuery, prizes_answer
 from api.runtime import Runtime
 from api.schemas_upgrader import (
     CashoutAnswer,
@@ -65,8 +66,8 @@ def prizes_by_items(
     quoted, stake, _, _ = stake_quote(
         runtime.platform, operator_id, player, ids, chance_bps, currency, for_play=False
     )
-    answer = prizes_answer(runtime, quoted, locale)
-    return {**answer, "stake": stake}
+    # The stake's items carry no "state" here (StakeItemWire would add a null one).
+    return {**msgspec.to_builtins(prizes_answer(runtime, quoted, locale)), "stake": stake}
 
 
 def inventory(
@@ -90,7 +91,7 @@ def _ids(plain: list[int] | None, bracketed: list[int] | None) -> list[int]:
 
 
 async def play_items(runtime: Runtime, operator_id: str, player: str, body: PlayItemsBody) -> Any:
-    await limit_plays(runtime, operator_id, player)
+    """The play; its guard has counted it against the player's plays per second."""
     return await runtime.items.play(
         PlayItems(
             operator_id=operator_id,
@@ -119,7 +120,8 @@ async def cash_out(runtime: Runtime, operator_id: str, player: str, body: Cashou
 
 class S2SItemsController(Controller):
     path = "/api/s2s"
-    guards = [s2s_guard, strict_body]
+    guards = [s2s_guard]  # it also decodes the body strictly (one guard: Litestar copies
+    # the route handler for every guard it runs)
     security = [{"hmac": []}]
     tags = ["s2s"]
 
@@ -145,7 +147,7 @@ class S2SItemsController(Controller):
             locale,
         )
 
-    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES)
+    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play_with_items(
         self, request: Request, state: State, data: JSONBody[S2SPlayItemsBody]
     ) -> PlayItemsAnswer:
@@ -187,7 +189,7 @@ class S2SItemsController(Controller):
 
 class PlayerItemsController(Controller):
     path = "/api/play"
-    guards = [player_guard, strict_body]
+    guards = [player_guard]  # it also decodes the body strictly
     security = [{"bearer": []}]
     tags = ["player"]
 
@@ -211,7 +213,7 @@ class PlayerItemsController(Controller):
             locale,
         )
 
-    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES)
+    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play_with_items(
         self, request: Request, state: State, data: JSONBody[PlayItemsBody]
     ) -> PlayItemsAnswer:

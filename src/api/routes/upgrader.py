@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
-from api.auth import player_guard, s2s_guard, strict_body
+from api.auth import PLAYS_OPT, player_guard, s2s_guard
 from api.errors import ERROR_RESPONSES
 from api.runtime import Runtime
 from api.schemas import UpgraderConfigWire
@@ -33,9 +32,12 @@ from api.schemas_upgrader import (
 )
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
-from application.store_calls import in_store
 from application.upgrader import Quote, operator_for_mode, quote
 from projections.rounds import get_round, list_rounds
+
+# The guard counts the play against the player's plays per second (with the key's or
+# the session's hit, in one statement).
+COUNTS_PLAYS = {PLAYS_OPT: True}
 
 PlayerQuery = Annotated[
     str,
@@ -64,15 +66,16 @@ def prizes(
     chance_bps: int,
     currency: str | None,
     locale: str | None,
-) -> dict[str, Any]:
+) -> PrizesAnswer:
     operator = operator_for_mode(runtime.platform.directory, operator_id, "balance")
     quoted = quote(operator, currency, wager_minor, chance_bps, for_play=False)
     return prizes_answer(runtime, quoted, locale)
 
 
-def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> dict[str, Any]:
-    """The prizes answer of interface 4.2 for a quote (balance or items stake)."""
-    answer = PrizesAnswer(
+def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> PrizesAnswer:
+    """The prizes answer of interface 4.2 for a quote (balance or items stake); the
+    struct goes to the wire as it is (one msgspec encode)."""
+    return PrizesAnswer(
         wager_minor=quoted.wager_minor,
         chance_bps=quoted.chance_bps,
         fee_bps=quoted.operator.settings.house_edge_bps,
@@ -92,11 +95,10 @@ def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> dict[s
         ],
         config=UpgraderConfigWire.of(quoted.config),
     )
-    return msgspec.to_builtins(answer)
 
 
 async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) -> Any:
-    await limit_plays(runtime, operator_id, player)
+    """The play; its guard has counted it against the player's plays per second."""
     return await runtime.balance.play(
         PlayBalance(
             operator_id=operator_id,
@@ -108,18 +110,6 @@ async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) 
             currency=body.currency,
             locale=body.locale,
         )
-    )
-
-
-async def limit_plays(runtime: Runtime, operator_id: str, player: str) -> None:
-    """Plays per player per second (operator setting), across every API process."""
-    platform = runtime.platform
-    limit = platform.directory.operators[operator_id].config.limits.plays_per_second_per_player
-    await in_store(
-        platform.limiter.hit,
-        f"plays:{len(operator_id)}:{operator_id}:{player}",
-        limit,
-        "plays for this player",
     )
 
 
@@ -139,11 +129,13 @@ def rounds_page(
 
 class S2SUpgraderController(Controller):
     path = "/api/s2s"
-    guards = [s2s_guard, strict_body]
+    guards = [s2s_guard]  # it also decodes the body strictly (one guard: Litestar copies
+    # the route handler for every guard it runs)
     security = [{"hmac": []}]
     tags = ["s2s"]
 
-    @get("/upgrader/prizes", sync_to_thread=True, responses=ERROR_RESPONSES)
+    # In memory only (the price index): answered on the event loop, no thread hand-off.
+    @get("/upgrader/prizes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def prizes(
         self,
         request: Request,
@@ -158,7 +150,7 @@ class S2SUpgraderController(Controller):
             _runtime(state), request.state.operator_id, wager_minor, chance_bps, currency, locale
         )
 
-    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES)
+    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play(self, request: Request, state: State, data: JSONBody[S2SPlayBody]) -> PlayAnswer:
         return await play(_runtime(state), request.state.operator_id, data.player_external_id, data)
 
@@ -195,11 +187,12 @@ class S2SUpgraderController(Controller):
 
 class PlayerUpgraderController(Controller):
     path = "/api/play"
-    guards = [player_guard, strict_body]
+    guards = [player_guard]  # it also decodes the body strictly
     security = [{"bearer": []}]
     tags = ["player"]
 
-    @get("/upgrader/prizes", sync_to_thread=True, responses=ERROR_RESPONSES)
+    # In memory only (the price index): answered on the event loop, no thread hand-off.
+    @get("/upgrader/prizes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def prizes(
         self,
         request: Request,
@@ -212,7 +205,7 @@ class PlayerUpgraderController(Controller):
         operator_id, _ = _who(request)
         return prizes(_runtime(state), operator_id, wager_minor, chance_bps, currency, locale)
 
-    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES)
+    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play(self, request: Request, state: State, data: JSONBody[PlayBody]) -> PlayAnswer:
         operator_id, player = _who(request)
         return await play(_runtime(state), operator_id, player, data)
