@@ -99,8 +99,8 @@ def _serve(args: argparse.Namespace) -> int:
             host=service.host,
             port=service.port,
             log_level="info",
-            access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            **server_settings(),
         )
     except _Stopped:
         pass  # requests finished, background loops stopped
@@ -109,6 +109,20 @@ def _serve(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
         platform.close()
     return 0
+
+
+def server_settings() -> dict[str, Any]:
+    """uvicorn's request path: uvloop and httptools (``uvicorn[standard]``) named rather
+    than found by "auto" (which quietly falls back to asyncio and h11), no access log
+    line per request, no ``lifespan`` guessing; h11/asyncio only if they are missing."""
+    import importlib.util
+
+    settings: dict[str, Any] = {"access_log": False, "lifespan": "on", "backlog": 2048}
+    if importlib.util.find_spec("uvloop") is not None:
+        settings["loop"] = "uvloop"
+    if importlib.util.find_spec("httptools") is not None:
+        settings["http"] = "httptools"
+    return settings
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -193,8 +207,8 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
             port=port,
             workers=args.workers,
             log_level="info",
-            access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            **server_settings(),
         )
     finally:
         if supervisor is not None:
