@@ -23,11 +23,15 @@ secret; no X-Key-Id), the stored payload bytes unchanged, over one aiohttp sessi
   claim safe. A lease is measured on the wall clock (it is about process liveness) and
   lasts well beyond the HTTP timeout; an expired lease (its dispatcher died) lets
   another dispatcher claim the row again. Results are recorded only by the lease owner.
+- Bookkeeping in batches: a claim's leases are set by one statement, and each turn of
+  ``run_forever`` records every delivery finished since the previous turn and claims the
+  next rows in one transaction (a crash before that commit means a resend: at least once).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -42,6 +46,7 @@ import aiohttp
 import anyio
 
 from application.platform import Platform
+from application.sql import execute_in_order
 from domain.signing import outbound_headers
 from projections.outbox import NAME as OUTBOX
 from projections.runner import ProjectionRunner
@@ -52,18 +57,68 @@ DEAD_AFTER_SECONDS = 72 * 3600
 """Retry horizon: a webhook still failing this long after its first failure is dead."""
 BACKOFF_CAP_SECONDS = 600.0
 
-_CLAIM = """
+# The claimable rows are the players' heads: each player's oldest ``pending`` row (by settle
+# position), when it is due and not leased. The heads are found from the pending rows only
+# (a GROUP BY over them, joined back through the ``webhook_outbox_player`` index), so a
+# claim costs in proportion to the backlog, not to the delivered history.
+#
+# PostgreSQL takes two statements in the claim's transaction: the heads' ids, then the due
+# and unleased ones among them, locked (``FOR UPDATE OF d SKIP LOCKED``; the lock re-checks
+# state and lease on the row's newest version). In the first, each pending row reaches its
+# outbox row by primary key (LATERAL ... OFFSET 0 keeps the planner from hashing a
+# sequential scan of the whole outbox instead); splitting keeps the planner's poor guess of
+# the number of heads from choosing a nested loop over sequential scans of the deliveries.
+_HEADS_PG = """
+SELECT o.webhook_id
+FROM (
+  SELECT p.operator_id, p.player_external_id, MIN(p.position) AS position
+  FROM webhook_deliveries f CROSS JOIN LATERAL (
+    SELECT e.operator_id, e.player_external_id, e.position FROM webhook_outbox e
+    WHERE e.webhook_id = f.webhook_id OFFSET 0) p
+  WHERE f.state = 'pending'
+  GROUP BY p.operator_id, p.player_external_id) h
+JOIN webhook_outbox o ON o.operator_id = h.operator_id
+  AND o.player_external_id = h.player_external_id AND o.position = h.position"""
+_CLAIM_PG = """
 SELECT o.webhook_id, o.operator_id, o.player_external_id, o.payload,
        d.attempts, d.first_failed_at
-FROM webhook_outbox o JOIN webhook_deliveries d ON d.webhook_id = o.webhook_id
+FROM webhook_deliveries d JOIN webhook_outbox o ON o.webhook_id = d.webhook_id
+WHERE d.webhook_id = ANY(?) AND d.state = 'pending' AND d.next_attempt_at <= ?
+  AND (d.leased_until IS NULL OR d.leased_until <= ?)
+ORDER BY o.position
+LIMIT ?
+FOR UPDATE OF d SKIP LOCKED"""
+# SQLite: one statement (the single writer, BEGIN IMMEDIATE, makes the claim safe); its
+# CROSS JOIN fixes the join order: from the pending rows (state index) to the outbox by key.
+_CLAIM_SQLITE = """
+WITH heads AS (
+  SELECT p.operator_id, p.player_external_id, MIN(p.position) AS position
+  FROM webhook_deliveries f CROSS JOIN webhook_outbox p ON p.webhook_id = f.webhook_id
+  WHERE f.state = 'pending'
+  GROUP BY p.operator_id, p.player_external_id)
+SELECT o.webhook_id, o.operator_id, o.player_external_id, o.payload,
+       d.attempts, d.first_failed_at
+FROM heads h
+JOIN webhook_outbox o ON o.operator_id = h.operator_id
+  AND o.player_external_id = h.player_external_id AND o.position = h.position
+JOIN webhook_deliveries d ON d.webhook_id = o.webhook_id
 WHERE d.state = 'pending' AND d.next_attempt_at <= ?
   AND (d.leased_until IS NULL OR d.leased_until <= ?)
-  AND NOT EXISTS (
-    SELECT 1 FROM webhook_outbox e JOIN webhook_deliveries f ON f.webhook_id = e.webhook_id
-    WHERE e.operator_id = o.operator_id AND e.player_external_id = o.player_external_id
-      AND e.position < o.position AND f.state = 'pending')
 ORDER BY o.position
 LIMIT ?"""
+
+_LEASE = "UPDATE webhook_deliveries SET leased_until = ?, lease_owner = ? WHERE webhook_id "
+_DELIVERED = (
+    "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, "
+    "delivered_at = ?, last_attempt_at = ?, last_error = NULL, leased_until = NULL, "
+    "lease_owner = NULL WHERE lease_owner = ? AND webhook_id "
+)
+_FAILED = (
+    "UPDATE webhook_deliveries SET state = ?, attempts = ?, first_failed_at = ?, "
+    "next_attempt_at = ?, last_error = ?, last_attempt_at = ?, "
+    "leased_until = NULL, lease_owner = NULL "
+    "WHERE webhook_id = ? AND lease_owner = ?"
+)
 
 
 def backoff_seconds(tries: int, jitter: float | None = None) -> float:
@@ -90,13 +145,17 @@ class Claimed:
     first_failed_at: float | None
 
 
+Result = tuple[Claimed, str | None]
+"""A finished delivery: the claimed row and None on a 2xx, else why it failed."""
+
+
 class WebhookDispatcher:
     def __init__(
         self,
         platform: Platform,
         runner: ProjectionRunner,
         *,
-        concurrency: int = 16,
+        concurrency: int = 64,
         interval_seconds: float = 0.2,
         lease_seconds: float | None = None,
         owner: str | None = None,
@@ -111,6 +170,7 @@ class WebhookDispatcher:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
         self._session: aiohttp.ClientSession | None = None
         self._wake = asyncio.Event()
+        self._finished: list[Result] = []  # delivered or failed, not recorded yet
 
     # -- running ------------------------------------------------------------------------
 
@@ -124,36 +184,35 @@ class WebhookDispatcher:
         await anyio.to_thread.run_sync(self.runner.catch_up, OUTBOX)
         rows = await anyio.to_thread.run_sync(self._claim, self.concurrency)
         if rows:
-            await asyncio.gather(*(self._deliver(row) for row in rows))
+            errors = await asyncio.gather(*(self._attempt(row) for row in rows))
+            await anyio.to_thread.run_sync(self._record_alone, list(zip(rows, errors, strict=True)))
         return len(rows)
 
     async def run_forever(self, stopping: asyncio.Event) -> None:
-        """Keep up to ``concurrency`` deliveries in flight; claim again whenever one ends,
-        on a wake-up, or every ``interval`` seconds."""
+        """Keep up to ``concurrency`` deliveries in flight. Each turn records the
+        deliveries finished since the last one and claims as many rows as slots are free,
+        in one transaction; a turn runs whenever a delivery ends, on a wake-up, or every
+        ``interval`` seconds."""
         in_flight: set[asyncio.Task] = set()
         try:
             while not stopping.is_set():
                 self._wake.clear()
-                free = self.concurrency - len(in_flight)
-                rows: list[Claimed] = []
-                if free > 0:
-                    try:
-                        rows = await anyio.to_thread.run_sync(self._claim, free)
-                    except Exception:  # retried on the next pass
-                        log.exception("webhook claim failed")
+                finished, self._finished = self._finished, []
+                free = self.concurrency - sum(1 for task in in_flight if not task.done())
+                rows = await anyio.to_thread.run_sync(self._turn, finished, free)
                 for row in rows:
-                    in_flight.add(asyncio.create_task(self._deliver(row), name="webhook"))
-                waker = asyncio.create_task(self._wake.wait())
-                done, _ = await asyncio.wait(
-                    {waker, *in_flight},
-                    timeout=self.interval,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                waker.cancel()
-                in_flight -= done
+                    task = asyncio.create_task(self._deliver(row), name="webhook")
+                    in_flight.add(task)
+                    task.add_done_callback(in_flight.discard)
+                if not self._wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), self.interval)
         finally:
             if in_flight:  # each ends within the HTTP timeout
                 await asyncio.gather(*in_flight, return_exceptions=True)
+            finished, self._finished = self._finished, []
+            if finished:
+                await anyio.to_thread.run_sync(self._record_alone, finished)
             await self.close()
 
     async def close(self) -> None:
@@ -163,40 +222,121 @@ class WebhookDispatcher:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
+            connector = aiohttp.TCPConnector(
+                limit=self.concurrency,  # the deliveries in flight: never queued here
+                ttl_dns_cache=300,
+                keepalive_timeout=60,  # connections to the receiver are reused
+            )
             self._session = aiohttp.ClientSession(timeout=self.timeout, connector=connector)
         return self._session
 
-    # -- claiming -----------------------------------------------------------------------
+    # -- claiming and recording ---------------------------------------------------------
+
+    def _turn(self, finished: list[Result], free: int) -> list[Claimed]:
+        """Record ``finished`` and claim up to ``free`` rows in one transaction (the claim
+        sees the recorded deliveries, so a player's next webhook is claimable at once).
+        If that transaction fails, the results are recorded alone; if that fails too,
+        their leases expire and the rows are sent again (at least once)."""
+        if free <= 0:
+            self._record_alone(finished)
+            return []
+        try:
+            with self.platform.db.transaction() as cur:
+                self._record(cur, finished)
+                return self._claim_in(cur, free)
+        except Exception:  # claimed again on the next turn
+            log.exception("webhook claim failed")
+        self._record_alone(finished)
+        return []
 
     def _claim(self, limit: int) -> list[Claimed]:
-        now, wall = self.platform.clock.now(), time.time()
-        sql = _CLAIM
-        if self.platform.db.dialect == "postgresql":
-            sql += " FOR UPDATE OF d SKIP LOCKED"
         with self.platform.db.transaction() as cur:
-            cur.execute(sql, (now, wall, limit))
-            rows = [Claimed(*row) for row in cur.fetchall()]
-            for row in rows:
-                cur.execute(
-                    "UPDATE webhook_deliveries SET leased_until = ?, lease_owner = ? "
-                    "WHERE webhook_id = ?",
-                    (wall + self.lease_seconds, self.owner, row.webhook_id),
-                )
+            return self._claim_in(cur, limit)
+
+    def _claim_in(self, cur: Any, limit: int) -> list[Claimed]:
+        """Select the due heads (skipping rows other claimers hold on PostgreSQL) and
+        lease them with one statement."""
+        now, wall = self.platform.clock.now(), time.time()
+        postgres = self.platform.db.dialect == "postgresql"
+        if postgres:
+            cur.execute(_HEADS_PG)
+            heads = [row[0] for row in cur.fetchall()]
+            if not heads:
+                return []
+            cur.execute(_CLAIM_PG, (heads, now, wall, limit))
+        else:
+            cur.execute(_CLAIM_SQLITE, (now, wall, limit))
+        rows = [Claimed(*row) for row in cur.fetchall()]
+        if not rows:
+            return rows
+        until = wall + self.lease_seconds
+        if postgres:
+            cur.execute(_LEASE + "= ANY(?)", (until, self.owner, [r.webhook_id for r in rows]))
+        else:
+            cur.executemany(_LEASE + "= ?", [(until, self.owner, r.webhook_id) for r in rows])
         return rows
+
+    def _record_alone(self, finished: list[Result]) -> None:
+        if not finished:
+            return
+        try:
+            with self.platform.db.transaction() as cur:
+                self._record(cur, finished)
+        except Exception:  # the leases expire and the rows are claimed again
+            log.exception("recording %d webhook results failed", len(finished))
+
+    def _record(self, cur: Any, finished: list[Result]) -> None:
+        """Write the results of finished deliveries; only rows still leased by this
+        dispatcher change (a row whose lease another dispatcher took over is left alone)."""
+        if not finished:
+            return
+        now = self.platform.clock.now()
+        delivered = [row.webhook_id for row, error in finished if error is None]
+        failed: list[tuple[Any, ...]] = []
+        for row, error in finished:
+            if error is None:
+                continue
+            tries = row.attempts + 1
+            first_failed = row.first_failed_at if row.first_failed_at is not None else now
+            dead = now - first_failed >= DEAD_AFTER_SECONDS
+            if dead:
+                log.error("webhook %s dead after %d attempts: %s", row.webhook_id, tries, error)
+            else:
+                log.info("webhook %s attempt %d failed: %s", row.webhook_id, tries, error)
+            failed.append(
+                (
+                    "dead" if dead else "pending",
+                    tries,
+                    first_failed,
+                    now + backoff_seconds(tries),
+                    error[:200],
+                    now,
+                    row.webhook_id,
+                    self.owner,
+                )
+            )
+        statements: list[tuple[str, Any]] = []
+        if delivered and self.platform.db.dialect == "postgresql":
+            statements.append((_DELIVERED + "= ANY(?)", (now, now, self.owner, delivered)))
+        else:
+            statements += [(_DELIVERED + "= ?", (now, now, self.owner, i)) for i in delivered]
+        statements += [(_FAILED, params) for params in failed]
+        execute_in_order(cur, statements)
 
     # -- delivering ---------------------------------------------------------------------
 
     async def _deliver(self, row: Claimed) -> None:
+        """One delivery; its result is recorded by the next turn of ``run_forever``."""
+        error = await self._attempt(row)
+        self._finished.append((row, error))
+        self._wake.set()
+
+    async def _attempt(self, row: Claimed) -> str | None:
         try:
-            error = await self._post(row)
+            return await self._post(row)
         except Exception as exc:  # never lose the lease's outcome
             log.exception("webhook %s delivery crashed", row.webhook_id)
-            error = f"internal error ({type(exc).__name__})"
-        try:
-            await anyio.to_thread.run_sync(self._record, row, error)
-        except Exception:  # the lease expires and the row is claimed again
-            log.exception("recording webhook %s failed", row.webhook_id)
+            return f"internal error ({type(exc).__name__})"
 
     async def _post(self, row: Claimed) -> str | None:
         """None on a 2xx, else why the delivery failed."""
@@ -218,42 +358,6 @@ class WebhookDispatcher:
         if 200 <= status < 300:
             return None
         return f"HTTP {status}"
-
-    def _record(self, row: Claimed, error: str | None) -> None:
-        now = self.platform.clock.now()
-        with self.platform.db.transaction() as cur:
-            if error is None:
-                cur.execute(
-                    "UPDATE webhook_deliveries SET state = 'delivered', "
-                    "attempts = attempts + 1, delivered_at = ?, last_attempt_at = ?, "
-                    "last_error = NULL, leased_until = NULL, lease_owner = NULL "
-                    "WHERE webhook_id = ? AND lease_owner = ?",
-                    (now, now, row.webhook_id, self.owner),
-                )
-                return
-            tries = row.attempts + 1
-            first_failed = row.first_failed_at if row.first_failed_at is not None else now
-            dead = now - first_failed >= DEAD_AFTER_SECONDS
-            if dead:
-                log.error("webhook %s dead after %d attempts: %s", row.webhook_id, tries, error)
-            else:
-                log.info("webhook %s attempt %d failed: %s", row.webhook_id, tries, error)
-            cur.execute(
-                "UPDATE webhook_deliveries SET state = ?, attempts = ?, first_failed_at = ?, "
-                "next_attempt_at = ?, last_error = ?, last_attempt_at = ?, "
-                "leased_until = NULL, lease_owner = NULL "
-                "WHERE webhook_id = ? AND lease_owner = ?",
-                (
-                    "dead" if dead else "pending",
-                    tries,
-                    first_failed,
-                    now + backoff_seconds(tries),
-                    error[:200],
-                    now,
-                    row.webhook_id,
-                    self.owner,
-                ),
-            )
 
 
 def redeliver(db: Any, now: float, webhook_id: str | None = None) -> list[str]:
