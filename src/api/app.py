@@ -65,7 +65,7 @@ def worker_threads(platform: Platform) -> int | None:
     if platform.location.kind != "postgresql":
         return None
     env = platform.location.eventsourcing_env()
-    return int(env.get("POSTGRES_POOL_SIZE", 8)) + int(env.get("POSTGRES_MAX_OVERFLOW", 8))
+    return int(env.get("POSTGRES_POOL_SIZE", 4)) + int(env.get("POSTGRES_MAX_OVERFLOW", 12))
 
 
 async def start_request_path(platform: Platform) -> None:

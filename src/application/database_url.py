@@ -59,8 +59,8 @@ class DatabaseLocation:
             "POSTGRES_PASSWORD": self.password,
             "POSTGRES_SCHEMA": self.schema,
             "POSTGRES_LOCK_TIMEOUT": "5",
-            "POSTGRES_POOL_SIZE": "8",
-            "POSTGRES_MAX_OVERFLOW": "8",
+            "POSTGRES_POOL_SIZE": "4",
+            "POSTGRES_MAX_OVERFLOW": "12",
             "POSTGRES_CONNECT_TIMEOUT": "2",
             "POSTGRES_PRE_PING": "y",
             # the lock, NOTIFY and INSERT in one server-side statement (pg_recorder.py)
