@@ -120,11 +120,15 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
         self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
     ) -> None:
         super().__init__(datastore, events_table_name=events_table_name)
-        self.locked_insert_function = f"upgrader_locked_insert_{datastore.originator_id_type}"
+        id_type = datastore.originator_id_type  # "uuid" or "text", checked by eventsourcing
+        self.locked_insert_function = f"upgrader_locked_insert_columns_{id_type}"
         schema = Identifier(datastore.schema)
+        # Four arrays of plain types rather than one array of a composite type: psycopg
+        # sends them in binary without composing each row in Python.
         self.sql_create_statements.append(
             SQL(
-                "CREATE OR REPLACE FUNCTION {schema}.{function}(events {schema}.{event}[]) "
+                "CREATE OR REPLACE FUNCTION {schema}.{function}("
+                "ids {id_type}[], versions bigint[], topics text[], states bytea[]) "
                 "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ "
                 "BEGIN "
                 "SET LOCAL lock_timeout = '{lock_timeout}s'; "
@@ -132,20 +136,22 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
                 "NOTIFY {channel}; "
                 "RETURN QUERY INSERT INTO {schema}.{table} AS t "
                 "(originator_id, originator_version, topic, state) "
-                "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
+                "SELECT * FROM unnest(ids, versions, topics, states) "
                 "RETURNING notification_id; "
                 "END; $BODY$"
             ).format(
                 schema=schema,
                 function=Identifier(self.locked_insert_function),
-                event=Identifier(self.stored_event_type_name),
+                id_type=SQL(id_type),
                 lock_timeout=datastore.lock_timeout,
                 table=Identifier(self.events_table_name),
                 channel=Identifier(self.channel_name),
             )
         )
-        self.sql_locked_insert = SQL("SELECT * FROM {schema}.{function}(%s)").format(
-            schema=schema, function=Identifier(self.locked_insert_function)
+        self.sql_locked_insert = SQL(
+            "SELECT * FROM {schema}.{function}(%b::{id_type}[], %b::bigint[], %b, %b)"
+        ).format(
+            schema=schema, function=Identifier(self.locked_insert_function), id_type=SQL(id_type)
         )
         self.group = GroupCommit(self._locked_insert)
         if datastore.pre_ping and getattr(datastore.pool, "_check", None) is not None:
@@ -157,13 +163,11 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
-        rows = [
-            self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
-            for e in stored_events
-        ]
+        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
         return self.group.insert(rows)
 
     def _locked_insert(self, rows: list[Any]) -> list[int]:
+        ids, versions, topics, states = (list(column) for column in zip(*rows, strict=True))
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(self.sql_locked_insert, (rows,), prepare=True)
+            curs.execute(self.sql_locked_insert, (ids, versions, topics, states), prepare=True)
             return [row[self.locked_insert_function] for row in curs.fetchall()]
