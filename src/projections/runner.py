@@ -8,13 +8,18 @@ row is advanced with a compare-and-set, and the loser's transaction is rolled ba
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import threading
 from typing import Any, NamedTuple, Protocol
 
 from eventsourcing.application import Application
 
+from application.audit_decode import EventDecoder
 from application.sql import SqlDatabase
+
+log = logging.getLogger("upgrader.projections")
 
 TRACKING_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS projection_tracking (
@@ -92,6 +97,8 @@ class ProjectionRunner:
         self.projections = {p.name: p for p in projections}
         self.batch_size = batch_size
         self._locks = {p.name: threading.Lock() for p in projections}
+        # msgspec where it decodes exactly what the mapper would (the audit's decoder)
+        self._decoder = EventDecoder(events.mapper)
         ensure_schema(db, [*TRACKING_SCHEMA, *(st for p in projections for st in p.schema)])
         for projection in projections:
             with db.transaction() as cur:
@@ -122,7 +129,7 @@ class ProjectionRunner:
         subscribes to its topic."""
         notifications = self.events.recorder.select_notifications(start + 1, self.batch_size)
         topic_sets = [self.projections[name].topics for name in names]
-        to_domain_event = self.events.mapper.to_domain_event
+        to_domain_event = self._decoder.decode
         return [
             Item(
                 n.id,
@@ -136,18 +143,41 @@ class ProjectionRunner:
         """Apply ``items`` after ``start`` to one projection and move its tracking row
         from ``start`` to the batch's end in one transaction; False if another runner
         moved it first (nothing applied)."""
-        projection = self.projections[name]
+        try:
+            return self._apply_together([name], start, items)
+        except _Raced:
+            return False
+
+    def _apply_together(self, names: list[str], start: int, items: list[Item]) -> bool:
+        """Apply ``items`` after ``start`` to every projection of ``names`` (all at
+        ``start``) and move their tracking rows to the batch's end, in ONE transaction:
+        one commit per pass instead of one per projection. False, with nothing applied,
+        if another runner moved any of them first."""
         end = items[-1].position
         with self.db.transaction() as cur:
+            if self.db.dialect == "postgresql":
+                # A read model need not wait for its own WAL flush: a crash can lose only
+                # whole recent transactions, rows and tracking position together, which
+                # the next pass applies again from the log. Any later synchronous commit
+                # (an event, a delivery record) flushes them first, as the WAL is one
+                # sequence, so nothing acted on can be lost without what caused it.
+                cur.execute("SET LOCAL synchronous_commit = off")
+            marks = ", ".join("?" for _ in names)
             cur.execute(
-                "UPDATE projection_tracking SET position = ? WHERE name = ? AND position = ?",
-                (end, name, start),
+                "UPDATE projection_tracking SET position = ? "  # noqa: S608 - only marks
+                f"WHERE position = ? AND name IN ({marks})",
+                (end, start, *names),
             )
-            if cur.rowcount != 1:
-                return False  # another runner applied this batch first
-            topics = projection.topics
-            mine = [it for it in items if it.position > start and it.notification.topic in topics]
-            if mine:
+            if cur.rowcount != len(names):
+                raise _Raced  # rolls the whole transaction back
+            for name in names:
+                projection = self.projections[name]
+                topics = projection.topics
+                mine = [
+                    it for it in items if it.position > start and it.notification.topic in topics
+                ]
+                if not mine:
+                    continue
                 process_batch = getattr(projection, "process_batch", None)
                 if process_batch is not None:
                     process_batch(cur, mine, start)
@@ -188,11 +218,50 @@ class ProjectionRunner:
             end = items[-1].position
             group = [name for name in pending if positions[name] < end]
             pending = [name for name in pending if positions[name] >= end]
-            for name in group:
-                with self._locks[name]:
-                    if self._apply(name, positions[name], items):
-                        consumed += sum(1 for it in items if it.position > positions[name])
+            for start_at, names in _by_start(group, positions):
+                consumed += self._apply_group(names, start_at, items)
         return consumed
+
+    def _apply_group(self, names: list[str], start: int, items: list[Item]) -> int:
+        """The projections of ``names`` (all at ``start``) in one transaction; if that
+        fails (a race, or one projection's error), each in its own, so that one failing
+        projection does not hold the others back. Returns the notifications consumed."""
+        after = sum(1 for it in items if it.position > start)
+        with contextlib.ExitStack() as held:
+            for name in names:  # always in the projections' order: no lock-order deadlock
+                held.enter_context(self._locks[name])
+            if len(names) > 1:
+                try:
+                    if self._apply_together(names, start, items):
+                        return after * len(names)
+                except _Raced:
+                    pass
+                except Exception:
+                    log.warning("projections %s failed together; one by one now", names)
+            consumed = 0
+            failure: Exception | None = None
+            for name in names:
+                try:
+                    if self._apply_together([name], start, items):
+                        consumed += after
+                except _Raced:
+                    continue  # another runner applied this batch first
+                except Exception as exc:  # the others still apply; raised after them
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+        return consumed
+
+
+class _Raced(Exception):
+    """Another runner moved a tracking position first: nothing of this batch applied."""
+
+
+def _by_start(names: list[str], positions: dict[str, int]) -> list[tuple[int, list[str]]]:
+    groups: dict[int, list[str]] = {}
+    for name in names:
+        groups.setdefault(positions[name], []).append(name)
+    return list(groups.items())
 
 
 def tables_of(projection: Projection) -> tuple[str, ...]:
