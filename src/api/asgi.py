@@ -17,6 +17,9 @@ from application.platform import Platform
 
 
 def create() -> Litestar:
+    nice = int(os.environ.get("UPGRADER_API_NICE", "0") or 0)
+    if nice > 0:
+        os.nice(nice)  # see cli_serve._serve_many: the background worker goes first
     config = load_config(os.environ.get("UPGRADER_CONFIG") or None)
     loops = [name for name in os.environ.get("UPGRADER_LOOPS", "").split(",") if name]
     pool = int(os.environ.get("UPGRADER_POOL_SIZE", "8"))

@@ -179,6 +179,9 @@ class WorkerSupervisor:
             process.kill()
 
 
+API_NICE = 5
+
+
 def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     import uvicorn
 
@@ -191,6 +194,10 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     platform.close()
     os.environ["UPGRADER_CONFIG"] = config_path
     os.environ["UPGRADER_LOOPS"] = ""
+    # The API processes run at a lower CPU priority (nice 5) than the background worker:
+    # on a saturated host the projections, webhooks and wallet rollbacks keep up and the
+    # API sheds throughput instead (docs/performance.md). UPGRADER_API_NICE=0: no change.
+    os.environ.setdefault("UPGRADER_API_NICE", str(API_NICE))
     supervisor = None
     if not args.no_background:
         command_line = [sys.executable, "-m", "api.cli", "worker", "all"]

@@ -31,6 +31,7 @@ log = logging.getLogger("upgrader.runtime")
 
 # The background loops a process can run (``upgrader worker NAME``; ``serve`` runs all).
 BACKGROUND_LOOPS = ("projections", "reconciler", "dispatcher")
+PASS_SECONDS = 0.05  # the shortest interval between two projection passes
 
 
 class Runtime:
@@ -106,6 +107,7 @@ class Runtime:
         try:
             while not self._stopping.is_set():
                 wake.clear()
+                started = anyio.current_time()
                 try:
                     applied = await anyio.to_thread.run_sync(self.runner.run_pass)
                 except Exception:
@@ -113,6 +115,12 @@ class Runtime:
                     applied = 0
                 if applied:
                     self.webhooks.wake()  # new outbox rows may exist
+                    # Under a stream of appends, start passes at most every
+                    # PASS_SECONDS: each pass then takes what arrived meanwhile as one
+                    # batch (fewer, larger transactions) for at most that much more lag.
+                    rest = PASS_SECONDS - (anyio.current_time() - started)
+                    if rest > 0:
+                        await asyncio.sleep(rest)
                 else:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), self.projection_interval)

@@ -101,3 +101,49 @@ def test_the_per_key_limit_holds_across_two_api_processes(
         assert sorted(set(statuses)) == [200, 429]
         assert statuses.count(200) == LIMIT
         assert statuses.count(429) == BURST - LIMIT
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def test_the_api_processes_yield_the_cpu_to_the_background_worker(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "limits.toml"
+    config.write_text(CONFIG.format(database_url=postgres_url, limit=LIMIT))
+    server = ServerProcess(
+        config,
+        tmp_path / "serve.log",
+        key_id="limits-key",
+        secret="limits-inbound-secret-0123456789",
+        database_url=postgres_url,
+        args=("--workers", "2"),
+    )
+    with server:
+        server.start(timeout=60)
+        parent = server.process.pid
+        children = {pid: _cmdline(pid) for pid in _children(parent)}
+        workers = [pid for pid, cmd in children.items() if "api.cli worker all" in cmd]
+        apis = [pid for pid, cmd in children.items() if "spawn_main" in cmd]
+        assert len(workers) == 1, children
+        assert len(apis) == 2, children
+        assert _nice(workers[0]) == _nice(parent)
+        assert [_nice(pid) for pid in apis] == [_nice(parent) + 5] * 2
