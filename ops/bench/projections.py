@@ -34,22 +34,11 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+from api.runtime import all_projections  # noqa: E402
 from application.clock import ManualClock  # noqa: E402
-from application.opening import round_opening  # noqa: E402
 from application.platform import Platform  # noqa: E402
-from application.settlement import _grant  # noqa: E402
-from application.upgrader import check_target, quote  # noqa: E402
-from domain.fairness import ALGORITHM_KEY, is_win, roll  # noqa: E402
-from domain.ids import round_id  # noqa: E402
-from domain.round import Round  # noqa: E402
-from ops.bench.replay import PLAYERS, ROTATE_EVERY, Seeds, bench_config, pick_target  # noqa: E402
-from projections.analytics import Analytics  # noqa: E402
-from projections.hash_chain import HashChain  # noqa: E402
-from projections.inventory import InventoryView  # noqa: E402
-from projections.outbox import WebhookOutbox  # noqa: E402
-from projections.rounds import RoundHistory  # noqa: E402
+from ops.bench.replay import RoundMaker, bench_config  # noqa: E402
 from projections.runner import ProjectionRunner, tables_of  # noqa: E402
-from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts  # noqa: E402
 
 ROUNDS_PER_COMMIT = 100
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -63,95 +52,20 @@ def config(database_url: str) -> Any:
 
 
 def generate(platform: Platform, clock: ManualClock, rounds: int, seed: int = 11) -> None:
-    rng = random.Random(seed)
-    operator = platform.directory.operators["bench"]
-    catalog = platform.directory.catalog
-    seeds = Seeds(rng, clock)
-    presets = operator.settings.chance_presets_bps
-    by_value = sorted((i.value_minor, i.item_id) for i in catalog.values())
+    maker = RoundMaker(platform, random.Random(seed), clock)
     done = 0
-    played: dict[str, int] = {}
     while done < rounds:
         batch: list[Any] = []
         for _ in range(min(ROUNDS_PER_COMMIT, rounds - done)):
-            player = f"p-{rng.randrange(PLAYERS)}"
-            currency = "USD" if rng.random() < 0.2 else "EUR"
-            quoted = quote(
-                operator, currency, rng.randrange(100, 20_000), rng.choice(presets), for_play=True
-            )
-            target = pick_target(rng, by_value, quoted)
-            if target is None:
-                continue
-            item, prize = check_target(quoted, catalog, target, None)
-            action = f"a-{done}"
-            rid = round_id("bench", player, action)
-            clock.advance(0.5)
-            opening = round_opening(
-                platform,
-                quoted,
-                item,
-                prize,
-                rid=rid,
-                player=player,
-                client_action_id=action,
-                mode="balance",
-                fingerprint="bench",
-            )
-            round_ = Round(opening)
-            key = f"{opening['public_id']}:1"
-            attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
-            pair, server_seed = seeds.pair(player)
-            nonce = pair.use_nonce(opening["public_id"])
-            rolled = roll(server_seed, pair.client_seed, nonce)
-            won = is_win(rolled, opening["chance_bps"])
-            now = clock.now()
-            won_item = granted = None
-            if won:
-                granted, won_item = _grant(opening, rid, now)
-            settlement = {
-                "server_seed_hash": pair.server_seed_hash,
-                "client_seed": pair.client_seed,
-                "nonce": nonce,
-                "algorithm_key": ALGORITHM_KEY,
-                "rolled_bps": rolled,
-                "is_win": won,
-                "payout_minor": opening["target"]["value_minor"] if won else 0,
-                "nuggets_minor": 0,
-                "stake_counted_minor": opening["wager_minor"],
-                "stake_uncredited": None,
-                "won_item": won_item,
-                "balance_after_minor": None,
-                "settled_at": now,
-            }
-            debit = {
-                "attempt": attempt,
-                "idempotency_key": key,
-                "balance_after_minor": None,
-                "provider_txn_ref": None,
-                "at": now,
-            }
-            round_.settle(debit, settlement)
-            batch.append(round_)
-            if granted is not None:
-                batch.append(granted)
-            done += 1
-            played[player] = played.get(player, 0) + 1
-            if played[player] % ROTATE_EVERY == 0:
-                seeds.rotate(player)
-        touched = [pair for pair, _ in seeds.pairs.values() if pair.pending_events]
-        platform.events.save(*batch, *touched)
+            made = maker.make(done)
+            if made:
+                batch.extend(made)
+                done += 1
+        platform.events.save(*batch, *maker.touched_pairs())
 
 
 def projections(platform: Platform) -> list[Any]:
-    return [
-        RoundHistory(),
-        WalletDebitAttempts(),
-        WalletCreditAttempts(),
-        InventoryView(),
-        WebhookOutbox(),
-        HashChain(platform.events.recorder),
-        Analytics(),
-    ]
+    return all_projections(platform)
 
 
 class PerEvent:

@@ -134,89 +134,116 @@ def pick_target(rng: random.Random, by_value: list[tuple[int, int]], quoted: Any
     return rng.choice(candidates) if candidates else None
 
 
+class RoundMaker:
+    """Settled balance rounds of random players, built straight through the domain and
+    application objects (quote, band, target check, opening, debit, roll, settle, grant),
+    with a seed rotation every ``ROTATE_EVERY`` rounds of a player."""
+
+    def __init__(self, platform: Platform, rng: random.Random, clock: ManualClock) -> None:
+        self.platform = platform
+        self.rng = rng
+        self.clock = clock
+        self.operator = platform.directory.operators["bench"]
+        self.catalog = platform.directory.catalog
+        self.seeds = Seeds(rng, clock)
+        self.presets = self.operator.settings.chance_presets_bps
+        self.by_value = sorted((i.value_minor, i.item_id) for i in self.catalog.values())
+        self.played: dict[str, int] = {}
+
+    def make(self, number: int) -> list[Any]:
+        """Round number ``number``: the aggregates to save (round, then a granted item),
+        or nothing when the random stake has no prize in its band."""
+        platform, rng, clock, seeds = self.platform, self.rng, self.clock, self.seeds
+        player = f"p-{rng.randrange(PLAYERS)}"
+        currency = "USD" if rng.random() < 0.2 else "EUR"
+        quoted = quote(
+            self.operator,
+            currency,
+            rng.randrange(100, 20_000),
+            rng.choice(self.presets),
+            for_play=True,
+        )
+        target = pick_target(rng, self.by_value, quoted)
+        if target is None:
+            return []
+        item, prize = check_target(quoted, self.catalog, target, None)
+        action = f"a-{number}"
+        rid = round_id("bench", player, action)
+        clock.advance(0.5)
+        opening = round_opening(
+            platform,
+            quoted,
+            item,
+            prize,
+            rid=rid,
+            player=player,
+            client_action_id=action,
+            mode="balance",
+            fingerprint="bench",
+        )
+        round_ = Round(opening)
+        key = f"{opening['public_id']}:1"
+        attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
+        pair, server_seed = seeds.pair(player)
+        nonce = pair.use_nonce(opening["public_id"])
+        rolled = roll(server_seed, pair.client_seed, nonce)
+        won = is_win(rolled, opening["chance_bps"])
+        now = clock.now()
+        won_item = granted = None
+        if won:
+            granted, won_item = _grant(opening, rid, now)
+        settlement = {
+            "server_seed_hash": pair.server_seed_hash,
+            "client_seed": pair.client_seed,
+            "nonce": nonce,
+            "algorithm_key": ALGORITHM_KEY,
+            "rolled_bps": rolled,
+            "is_win": won,
+            "payout_minor": opening["target"]["value_minor"] if won else 0,
+            "nuggets_minor": 0,
+            "stake_counted_minor": opening["wager_minor"],
+            "stake_uncredited": None,
+            "won_item": won_item,
+            "balance_after_minor": None,
+            "settled_at": now,
+        }
+        debit = {
+            "attempt": attempt,
+            "idempotency_key": key,
+            "balance_after_minor": None,
+            "provider_txn_ref": None,
+            "at": now,
+        }
+        round_.settle(debit, settlement)
+        made: list[Any] = [round_]  # the order settle_round saves in: round, (pair), item
+        if granted is not None:
+            made.append(granted)
+        self.played[player] = self.played.get(player, 0) + 1
+        if self.played[player] % ROTATE_EVERY == 0:
+            seeds.rotate(player)
+        return made
+
+    def touched_pairs(self) -> list[Any]:
+        return [pair for pair, _ in self.seeds.pairs.values() if pair.pending_events]
+
+
 def generate(database_url: str, events: int, seed: int = 7) -> tuple[Platform, int]:
     """Write rounds until the log holds at least ``events`` events; returns the rounds."""
     clock = ManualClock(start=1_800_000_000.0)
     platform = Platform(bench_config(database_url), clock=clock)
     platform.record_configuration()
     rng = random.Random(seed)
-    operator = platform.directory.operators["bench"]
-    catalog = platform.directory.catalog
-    seeds = Seeds(rng, clock)
-    presets = operator.settings.chance_presets_bps
-    by_value = sorted((i.value_minor, i.item_id) for i in catalog.values())
+    maker = RoundMaker(platform, rng, clock)
     written = platform.events.recorder.max_notification_id() or 0
     rounds = 0
-    played: dict[str, int] = {}
     while written < events:
         batch: list[Any] = []
         for _ in range(ROUNDS_PER_COMMIT):
-            player = f"p-{rng.randrange(PLAYERS)}"
-            currency = "USD" if rng.random() < 0.2 else "EUR"
-            quoted = quote(
-                operator, currency, rng.randrange(100, 20_000), rng.choice(presets), for_play=True
-            )
-            target = pick_target(rng, by_value, quoted)
-            if target is None:
-                continue
-            item, prize = check_target(quoted, catalog, target, None)
-            action = f"a-{rounds}"
-            rid = round_id("bench", player, action)
-            clock.advance(0.5)
-            opening = round_opening(
-                platform,
-                quoted,
-                item,
-                prize,
-                rid=rid,
-                player=player,
-                client_action_id=action,
-                mode="balance",
-                fingerprint="bench",
-            )
-            round_ = Round(opening)
-            key = f"{opening['public_id']}:1"
-            attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
-            pair, server_seed = seeds.pair(player)
-            nonce = pair.use_nonce(opening["public_id"])
-            rolled = roll(server_seed, pair.client_seed, nonce)
-            won = is_win(rolled, opening["chance_bps"])
-            now = clock.now()
-            won_item = granted = None
-            if won:
-                granted, won_item = _grant(opening, rid, now)
-            settlement = {
-                "server_seed_hash": pair.server_seed_hash,
-                "client_seed": pair.client_seed,
-                "nonce": nonce,
-                "algorithm_key": ALGORITHM_KEY,
-                "rolled_bps": rolled,
-                "is_win": won,
-                "payout_minor": opening["target"]["value_minor"] if won else 0,
-                "nuggets_minor": 0,
-                "stake_counted_minor": opening["wager_minor"],
-                "stake_uncredited": None,
-                "won_item": won_item,
-                "balance_after_minor": None,
-                "settled_at": now,
-            }
-            debit = {
-                "attempt": attempt,
-                "idempotency_key": key,
-                "balance_after_minor": None,
-                "provider_txn_ref": None,
-                "at": now,
-            }
-            round_.settle(debit, settlement)
-            batch.append(round_)  # the order settle_round saves in: round, (pair), item
-            if granted is not None:
-                batch.append(granted)
-            rounds += 1
-            played[player] = played.get(player, 0) + 1
-            if played[player] % ROTATE_EVERY == 0:
-                seeds.rotate(player)
-        touched = [pair for pair, _ in seeds.pairs.values() if pair.pending_events]
-        platform.events.save(*batch, *touched)
+            made = maker.make(rounds)
+            if made:
+                batch.extend(made)
+                rounds += 1
+        platform.events.save(*batch, *maker.touched_pairs())
         written = platform.events.recorder.max_notification_id() or 0
     return platform, rounds
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 import anyio
 
@@ -34,6 +35,19 @@ BACKGROUND_LOOPS = ("projections", "reconciler", "dispatcher")
 PASS_SECONDS = 0.05  # the shortest interval between two projection passes
 
 
+def all_projections(platform: Platform) -> list[Any]:
+    """Every read model the background worker keeps, in the order a pass applies them."""
+    return [
+        RoundHistory(),
+        WalletDebitAttempts(),
+        WalletCreditAttempts(),
+        InventoryView(),
+        WebhookOutbox(),
+        HashChain(platform.events.recorder),
+        Analytics(),
+    ]
+
+
 class Runtime:
     def __init__(
         self,
@@ -52,19 +66,7 @@ class Runtime:
         ensure_tables(platform.db, FAIRNESS_SCHEMA)
         service = platform.config.service
         self.wallet = WalletClient(platform.clock, service.wallet_timeout_seconds)
-        self.runner = ProjectionRunner(
-            platform.events,
-            platform.db,
-            [
-                RoundHistory(),
-                WalletDebitAttempts(),
-                WalletCreditAttempts(),
-                InventoryView(),
-                WebhookOutbox(),
-                HashChain(platform.events.recorder),
-                Analytics(),
-            ],
-        )
+        self.runner = ProjectionRunner(platform.events, platform.db, all_projections(platform))
         self.fairness = FairnessService(platform)
         self.reconciler = WalletReconciler(platform, self.wallet, self.runner)
         self.webhooks = WebhookDispatcher(platform, self.runner)

@@ -43,6 +43,21 @@ enabled_games = ["upgrader"]
 """
 
 
+def _two_api_processes(postgres_url: str, tmp_path: Path) -> ServerProcess:
+    """`upgrader serve --workers 2` with the per-key limit (not started)."""
+    config = tmp_path / "limits.toml"
+    config.write_text(CONFIG.format(database_url=postgres_url, limit=LIMIT))
+    return ServerProcess(
+        config,
+        tmp_path / "serve.log",
+        key_id="limits-key",
+        secret="limits-inbound-secret-0123456789",
+        database_url=postgres_url,
+        args=("--workers", "2"),
+        redact=["limits-outbound-secret-0123456789"],
+    )
+
+
 def _burst(server: ServerProcess) -> list[int]:
     """Open BURST connections first, then send a signed request on each at the top of a
     second: the sends take milliseconds, so they fall into one limiter window."""
@@ -84,17 +99,7 @@ def _status(sock: socket.socket) -> int:
 def test_the_per_key_limit_holds_across_two_api_processes(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    config = tmp_path / "limits.toml"
-    config.write_text(CONFIG.format(database_url=postgres_url, limit=LIMIT))
-    server = ServerProcess(
-        config,
-        tmp_path / "serve.log",
-        key_id="limits-key",
-        secret="limits-inbound-secret-0123456789",
-        database_url=postgres_url,
-        args=("--workers", "2"),
-        redact=["limits-outbound-secret-0123456789"],
-    )
+    server = _two_api_processes(postgres_url, tmp_path)
     with server:
         server.start(timeout=60)
         statuses = _burst(server)
@@ -127,16 +132,7 @@ def _cmdline(pid: int) -> str:
 def test_the_api_processes_yield_the_cpu_to_the_background_worker(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    config = tmp_path / "limits.toml"
-    config.write_text(CONFIG.format(database_url=postgres_url, limit=LIMIT))
-    server = ServerProcess(
-        config,
-        tmp_path / "serve.log",
-        key_id="limits-key",
-        secret="limits-inbound-secret-0123456789",
-        database_url=postgres_url,
-        args=("--workers", "2"),
-    )
+    server = _two_api_processes(postgres_url, tmp_path)
     with server:
         server.start(timeout=60)
         parent = server.process.pid

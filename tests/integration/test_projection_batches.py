@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import psycopg
 import pytest
@@ -37,18 +36,7 @@ from tests.integration.test_audit import (
 from tests.integration.test_audit import copy as copy
 from tests.integration.test_audit import played as played
 
-
-class PerEvent:
-    """A projection without its ``process_batch``: the runner applies event by event."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.name, self.schema, self.topics = inner.name, inner.schema, inner.topics
-        if hasattr(inner, "rebuild_tables"):
-            self.rebuild_tables = inner.rebuild_tables
-
-    def process(self, cur: Any, event: Any, position: int) -> None:
-        self._inner.process(cur, event, position)
+PerEvent = bench.PerEvent  # a projection without its process_batch: event by event
 
 
 def _tables(runner: ProjectionRunner) -> list[str]:
