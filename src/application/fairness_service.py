@@ -8,6 +8,7 @@ the event that commits to its hash, so a committed hash always has its seed.
 from __future__ import annotations
 
 import secrets
+import threading
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Repository
@@ -42,6 +43,7 @@ class FairnessService:
         # hash -> seed never changes once written, so a play need not read the vault
         # for a seed this process has seen (a bounded map, oldest entries dropped first)
         self._seeds: dict[str, str] = {}
+        self._seeds_lock = threading.Lock()  # store threads remember seeds concurrently
         # A player's fairness aggregate gains an event on every play and is read on
         # every play. This process keeps the aggregates it has read and, on the next
         # read, applies only the events recorded since (its own or other processes'):
@@ -61,9 +63,10 @@ class FairnessService:
         return digest
 
     def _remember(self, digest: str, server_seed: str) -> None:
-        if len(self._seeds) >= SEED_CACHE_SIZE:
-            self._seeds.pop(next(iter(self._seeds)))
-        self._seeds[digest] = server_seed
+        with self._seeds_lock:
+            if len(self._seeds) >= SEED_CACHE_SIZE:
+                self._seeds.pop(next(iter(self._seeds)))
+            self._seeds[digest] = server_seed
 
     def server_seed(self, server_seed_hash: str) -> str:
         known = self._seeds.get(server_seed_hash)
