@@ -21,9 +21,10 @@ Group commit: the inserts of one process are serialised by that lock anyway, so 
 that want to insert while another insert of this process is running queue up, and the
 next of them inserts everything queued in one statement (one lock, one commit, one WAL
 flush for several requests). A lone insert goes straight through. When a combined
-statement fails, nothing of it was recorded: a conflict (``IntegrityError``) is then
-retried insert by insert, so only the conflicting caller sees it; any other error goes
-to every caller, whose retry policy decides as before.
+statement fails, nothing of it was recorded: if the statement was refused (a conflict,
+a bad row) it is retried insert by insert, so only the caller it belongs to sees the
+error; if the connection or the server failed, every caller gets that error and its
+retry policy decides as before.
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.persistence import (
-    IntegrityError,
     InterfaceError,
     OperationalError,
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 
 from application.pool_check import check_unless_recent
 
@@ -83,6 +83,8 @@ class GroupCommit:
                 with self._cond:
                     self._busy = False
                     for insert in batch:
+                        if not insert.ids and insert.error is None:  # the flush broke off
+                            insert.error = OperationalError("the insert was not attempted")
                         insert.done = True
                     self._cond.notify_all()
         if mine.error is not None:
@@ -94,20 +96,22 @@ class GroupCommit:
         try:
             self.statements += 1
             ids = self._execute(rows)
-        except IntegrityError as exc:
+        except (OperationalError, InterfaceError) as exc:
+            for insert in batch:  # the connection or server failed: each caller's retry
+                insert.error = exc
+            return
+        except Exception as exc:
             if len(batch) == 1:
                 batch[0].error = exc
                 return
-            for insert in batch:  # find the conflicting ones; the others still commit
+            # a conflict or a bad row refused the combined statement, which recorded
+            # nothing: insert one by one, so only the caller it belongs to sees it
+            for insert in batch:
                 try:
                     self.statements += 1
                     insert.ids = self._execute(insert.rows)
                 except Exception as each:  # handed to its own caller
                     insert.error = each
-            return
-        except BaseException as exc:
-            for insert in batch:
-                insert.error = exc
             return
         start = 0
         for insert in batch:
@@ -125,9 +129,15 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
         schema = Identifier(datastore.schema)
         # Four arrays of plain types rather than one array of a composite type: psycopg
         # sends them in binary without composing each row in Python.
+        # Created only where it is missing: every process runs these statements at
+        # start-up, and concurrent CREATE OR REPLACE of one function fails with "tuple
+        # concurrently updated" (serve --workers N creates it once, before its processes).
+        signature = f'"{datastore.schema}"."{self.locked_insert_function}"'
+        signature += f"({id_type}[], bigint[], text[], bytea[])"
         self.sql_create_statements.append(
             SQL(
-                "CREATE OR REPLACE FUNCTION {schema}.{function}("
+                "DO $create$ BEGIN IF to_regprocedure({signature}) IS NULL THEN "
+                "CREATE FUNCTION {schema}.{function}("
                 "ids {id_type}[], versions bigint[], topics text[], states bytea[]) "
                 "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ "
                 "BEGIN "
@@ -138,8 +148,10 @@ class SerialInsertRecorder(PostgresApplicationRecorder):
                 "(originator_id, originator_version, topic, state) "
                 "SELECT * FROM unnest(ids, versions, topics, states) "
                 "RETURNING notification_id; "
-                "END; $BODY$"
+                "END; $BODY$; "
+                "END IF; END $create$"
             ).format(
+                signature=Literal(signature),
                 schema=schema,
                 function=Identifier(self.locked_insert_function),
                 id_type=SQL(id_type),

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
 from application.database_url import ensure_schema, parse_database_url
 from application.pg_recorder import SerialInsertRecorder
@@ -154,5 +154,48 @@ def test_queued_inserts_commit_together_and_a_conflict_fails_only_its_caller(
         assert [n.id for n in notifications][:2] == [1, 2]
         assert sorted(n.originator_id for n in notifications[2:]) == sorted(c.id for c in fresh)
         assert log.repository.get(first.id).n == 1
+    finally:
+        log.close()
+
+
+def test_a_bad_row_in_a_combined_insert_fails_only_its_own_caller(postgres_url: str) -> None:
+    log = _open(postgres_url)
+    base, schema = postgres_url.split("?schema=")
+    recorder = log.recorder
+    try:
+
+        def stored(topic: str) -> StoredEvent:
+            return StoredEvent(
+                originator_id=uuid4(), originator_version=1, topic=topic, state=b"{}"
+            )
+
+        outcomes: dict[str, object] = {}
+
+        def insert(name: str, event: StoredEvent) -> None:
+            try:
+                outcomes[name] = len(recorder.insert_events([event]))
+            except PersistenceError as exc:
+                outcomes[name] = type(exc).__name__
+
+        with psycopg.connect(base) as holder:
+            holder.execute(f'LOCK TABLE "{schema}".upgrader_events IN EXCLUSIVE MODE')
+            leader = threading.Thread(target=insert, args=("leader", stored("t:leader")))
+            leader.start()
+            while not recorder.group._busy:
+                threading.Event().wait(0.01)
+            followers = [
+                threading.Thread(target=insert, args=(name, stored(topic)))
+                for name, topic in (("a", "t:a"), ("bad", "t:\x00bad"), ("b", "t:b"))
+            ]
+            for follower in followers:
+                follower.start()
+            while len(recorder.group._queue) < 3:
+                threading.Event().wait(0.01)
+            holder.rollback()
+        for thread in [leader, *followers]:
+            thread.join()
+        assert outcomes == {"leader": 1, "a": 1, "bad": "DataError", "b": 1}
+        topics = sorted(n.topic for n in recorder.select_notifications(1, 100))
+        assert topics == ["t:a", "t:b", "t:leader"]
     finally:
         log.close()
