@@ -203,7 +203,7 @@ class AsyncCounter:
                     await conn.execute(
                         "DELETE FROM rate_counters WHERE window_start < $1::bigint", (sweep,)
                     )
-            except psycopg.OperationalError as exc:
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 await self._discard(conn)
                 first_line = (str(exc).splitlines() or [""])[0]
                 raise StoreUnavailable(f"{type(exc).__name__}: {first_line}") from exc
@@ -249,7 +249,8 @@ class AsyncCounter:
 def _readable(conn: Any) -> bool:
     """Whether the server wrote to an idle connection (a closing notice, or EOF)."""
     try:
-        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+        poller = select.poll()  # select.select refuses descriptors of 1024 and above
+        poller.register(conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(ready)
