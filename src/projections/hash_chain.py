@@ -189,6 +189,10 @@ class HashChain:
             else:
                 head[1], head[2], head[3] = notification.id, text, head[3] + 1
             previous = link
+        if links and getattr(cur, "pipeline", None) is not None:
+            # PostgreSQL: the batch's links as six arrays in one prepared statement
+            cur.execute(_LINKS_UNNEST, [list(column) for column in zip(*links, strict=True)])
+            links = []
         execute_in_order(
             cur,
             [(_LINK, row) for row in links] + [(_HEAD, tuple(head)) for head in heads.values()],
@@ -212,6 +216,10 @@ class HashChain:
 _LINK = (
     "INSERT INTO event_chain (position, link, originator_id, originator_version, topic, day) "
     "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_LINKS_UNNEST = (
+    "INSERT INTO event_chain (position, link, originator_id, originator_version, topic, day) "
+    "SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[])"
 )
 _HEAD = (
     "INSERT INTO chain_heads (day, position, link, events) VALUES (?, ?, ?, ?) "
