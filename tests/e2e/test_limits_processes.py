@@ -12,7 +12,7 @@ import socket
 import time
 from pathlib import Path
 
-from tests.support.processes import ServerProcess
+from tests.support.processes import ServerProcess, wait_until
 from tests.support.signing import signed_headers
 
 LIMIT = 10
@@ -140,6 +140,14 @@ def test_the_api_processes_yield_the_cpu_to_the_background_worker(
     with server:
         server.start(timeout=60)
         parent = server.process.pid
+
+        def started() -> bool:
+            # healthy means one API process answers; the other may still be starting
+            # (each lowers its priority before uvicorn says its startup is complete)
+            log = server.log_path.read_text(encoding="utf-8", errors="replace")
+            return log.count("Application startup complete") >= 2
+
+        wait_until(started, 30, what="both API processes started")
         children = {pid: _cmdline(pid) for pid in _children(parent)}
         workers = [pid for pid, cmd in children.items() if "api.cli worker all" in cmd]
         apis = [pid for pid, cmd in children.items() if "spawn_main" in cmd]
