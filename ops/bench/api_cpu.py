@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import secrets
 import shutil
@@ -43,14 +42,11 @@ from ops.bench.load import (
     WAGER,
     Child,
     Client,
-    child_env,
-    config_text,
     conninfo_of,
-    descendants,
-    free_port,
+    find_processes,
     percentile,
     process_cpu,
-    sign,
+    start_stack,
     summarise_collapsed,
     with_schema,
 )
@@ -87,73 +83,18 @@ class ApiBench:
         with psycopg.connect(conninfo_of(self.args.database_url), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
             conn.execute(f'CREATE SCHEMA "{self.schema}"')
-        wallet_port, api_port = free_port(), free_port()
-        wallet_base = f"http://127.0.0.1:{wallet_port}"
-        self.base_url = f"http://127.0.0.1:{api_port}"
-        config_path = self.workdir / "bench.toml"
-        config_path.write_text(
-            config_text(
-                port=api_port,
-                database_url=self.database_url,
-                wallet_base=wallet_base,
-                secret=self.secret,
-                outbound=self.outbound,
-                limits=self.args.limits,
-            )
+        stack = start_stack(
+            self.args,
+            self.workdir,
+            database_url=self.database_url,
+            secret=self.secret,
+            outbound=self.outbound,
+            prefix=self.prefix,
+            players=len(self.players),
+            app_name=f"upgrader-api-cpu-{self.run_id}",
         )
-        self.operator = Child(
-            "operator",
-            [
-                *(sys.executable, "-m", "ops.bench.load", "operator"),
-                *("--port", str(wallet_port), "--players", str(len(self.players))),
-                *("--prefix", self.prefix),
-            ],
-            child_env({"BENCH_OUTBOUND_SECRET": self.outbound}),
-            self.workdir / "operator.log",
-        ).start()
-        serve = [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)]
-        if self.args.workers > 1:
-            serve += ["--workers", str(self.args.workers)]
-        extra = {"PGAPPNAME": f"upgrader-api-cpu-{self.run_id}"}
-        extra.update(kv.split("=", 1) for kv in self.args.server_env)
-        self.server = Child(
-            "platform", serve, child_env(extra), self.workdir / "platform.log"
-        ).start()
-        self._wait(f"{wallet_base}/healthz", self.operator, signed=False)
-        self._wait(f"{self.base_url}/api/s2s/health", self.server, signed=True)
-        self._find_api_pids()
-
-    def _wait(self, url: str, child: Child, *, signed: bool, timeout: float = 60) -> None:
-        import urllib.error
-        import urllib.request
-        from urllib.parse import urlsplit
-
-        deadline = time.monotonic() + timeout
-        while True:
-            if not child.running:
-                raise RuntimeError(f"{child.name} exited:\n{child.log_tail()}")
-            headers = sign(self.secret.encode(), "GET", urlsplit(url).path, b"") if signed else {}
-            with contextlib.suppress(urllib.error.URLError, OSError):
-                request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback
-                with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{child.name} not healthy in {timeout} s:\n{child.log_tail()}")
-            time.sleep(0.2)
-
-    def _find_api_pids(self) -> None:
-        assert self.server is not None
-        if self.args.workers <= 1:
-            self.api_pids = [self.server.pid]
-            return
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            found = descendants(self.server.pid)
-            self.api_pids = [pid for pid, cmd in found if "spawn_main" in cmd]
-            if len(self.api_pids) >= self.args.workers:
-                return
-            time.sleep(0.2)
+        self.operator, self.server, self.base_url = stack.operator, stack.server, stack.base_url
+        self.api_pids, _ = find_processes(stack.server, self.args.workers)
 
     def teardown(self) -> None:
         import psycopg

@@ -362,6 +362,101 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 @dataclass
+class Stack:
+    """The reference operator and the platform, started as children on free ports."""
+
+    operator: Child
+    server: Child
+    wallet_base: str
+    base_url: str
+
+
+def start_stack(
+    args: argparse.Namespace,
+    workdir: Path,
+    *,
+    database_url: str,
+    secret: str,
+    outbound: str,
+    prefix: str,
+    players: int,
+    app_name: str,
+) -> Stack:
+    """Write the bench configuration, start the reference operator (wallet and webhook
+    receiver, ``players`` funded players named ``prefix``NNNNN) and ``upgrader serve
+    [--workers N]``, and wait until both answer (the platform a signed health check)."""
+    wallet_port, api_port = free_port(), free_port()
+    wallet_base = f"http://127.0.0.1:{wallet_port}"
+    base_url = f"http://127.0.0.1:{api_port}"
+    config_path = workdir / "bench.toml"
+    config_path.write_text(
+        config_text(
+            port=api_port,
+            database_url=database_url,
+            wallet_base=wallet_base,
+            secret=secret,
+            outbound=outbound,
+            limits=args.limits,
+        )
+    )
+    operator = Child(
+        "operator",
+        [
+            *(sys.executable, "-m", "ops.bench.load", "operator"),
+            *("--port", str(wallet_port), "--players", str(players), "--prefix", prefix),
+        ],
+        child_env({"BENCH_OUTBOUND_SECRET": outbound}),
+        workdir / "operator.log",
+    ).start()
+    serve = [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)]
+    if args.workers > 1:
+        serve += ["--workers", str(args.workers)]
+    extra = {"PGAPPNAME": app_name}
+    extra.update(kv.split("=", 1) for kv in args.server_env)
+    server = Child("platform", serve, child_env(extra), workdir / "platform.log").start()
+    wait_http(f"{wallet_base}/healthz", operator, None)
+    wait_http(f"{base_url}/api/s2s/health", server, secret)
+    return Stack(operator, server, wallet_base, base_url)
+
+
+def wait_http(url: str, child: Child, secret: str | None, timeout: float = 60) -> None:
+    """Until ``url`` answers 200 (signed with ``secret`` when given)."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if not child.running:
+            raise RuntimeError(f"{child.name} exited before answering:\n{child.log_tail()}")
+        headers = sign(secret.encode(), "GET", urlsplit(url).path, b"") if secret else {}
+        try:
+            request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback
+            with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{child.name} not healthy in {timeout} s:\n{child.log_tail()}")
+        time.sleep(0.2)
+
+
+def find_processes(server: Child, workers: int) -> tuple[list[int], int | None]:
+    """The API processes' pids and the background worker's (None in single-process
+    mode, where the one process does both)."""
+    if workers <= 1:
+        return [server.pid], None
+    deadline = time.monotonic() + 20
+    while True:
+        found = descendants(server.pid)
+        apis = [pid for pid, cmd in found if "spawn_main" in cmd]
+        background = [pid for pid, cmd in found if " worker all" in cmd]
+        if len(apis) >= workers or time.monotonic() > deadline:
+            return apis, background[0] if background else None
+        time.sleep(0.2)
+
+
+@dataclass
 class PhaseStats:
     name: str
     kind: str  # "closed" (fixed concurrency) or "open" (fixed rate)
@@ -938,83 +1033,19 @@ class Bench:
         with psycopg.connect(conninfo_of(args.database_url), autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA "{self.schema}"')
 
-        wallet_port, api_port = free_port(), free_port()
-        self.wallet_base = f"http://127.0.0.1:{wallet_port}"
-        self.base_url = f"http://127.0.0.1:{api_port}"
-        config_path = self.workdir / "bench.toml"
-        config_path.write_text(
-            config_text(
-                port=api_port,
-                database_url=self.database_url,
-                wallet_base=self.wallet_base,
-                secret=self.secret,
-                outbound=self.outbound,
-                limits=args.limits,
-            )
+        stack = start_stack(
+            args,
+            self.workdir,
+            database_url=self.database_url,
+            secret=self.secret,
+            outbound=self.outbound,
+            prefix=prefix,
+            players=args.players,
+            app_name=self.app_name,
         )
-        self.operator = Child(
-            "operator",
-            [
-                sys.executable,
-                "-m",
-                "ops.bench.load",
-                "operator",
-                "--port",
-                str(wallet_port),
-                "--players",
-                str(args.players),
-                "--prefix",
-                prefix,
-            ],
-            child_env({"BENCH_OUTBOUND_SECRET": self.outbound}),
-            self.workdir / "operator.log",
-        ).start()
-        serve = [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)]
-        if args.workers > 1:
-            serve += ["--workers", str(args.workers)]
-        extra = {"PGAPPNAME": self.app_name}
-        extra.update(kv.split("=", 1) for kv in args.server_env)
-        self.server = Child(
-            "platform", serve, child_env(extra), self.workdir / "platform.log"
-        ).start()
-        self._wait_http(f"{self.wallet_base}/healthz", self.operator, signed=False)
-        self._wait_http(f"{self.base_url}/api/s2s/health", self.server, signed=True)
-        self._find_pids()
-
-    def _wait_http(self, url: str, child: Child, *, signed: bool, timeout: float = 60) -> None:
-        import urllib.error
-        import urllib.request
-
-        deadline = time.monotonic() + timeout
-        while True:
-            if not child.running:
-                raise RuntimeError(f"{child.name} exited before answering:\n{child.log_tail()}")
-            headers = sign(self.secret.encode(), "GET", urlsplit(url).path, b"") if signed else {}
-            try:
-                request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback
-                with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{child.name} not healthy in {timeout} s:\n{child.log_tail()}")
-            time.sleep(0.2)
-
-    def _find_pids(self) -> None:
-        assert self.server is not None
-        if self.args.workers <= 1:
-            self.api_pids = [self.server.pid]
-            return
-        deadline = time.monotonic() + 20
-        while True:
-            found = descendants(self.server.pid)
-            self.api_pids = [pid for pid, cmd in found if "spawn_main" in cmd]
-            background = [pid for pid, cmd in found if " worker all" in cmd]
-            self.background_pid = background[0] if background else None
-            if len(self.api_pids) >= self.args.workers or time.monotonic() > deadline:
-                return
-            time.sleep(0.2)
+        self.operator, self.server = stack.operator, stack.server
+        self.wallet_base, self.base_url = stack.wallet_base, stack.base_url
+        self.api_pids, self.background_pid = find_processes(stack.server, args.workers)
 
     def teardown(self) -> None:
         import psycopg
