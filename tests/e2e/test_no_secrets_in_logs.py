@@ -39,6 +39,7 @@ import httpx
 import pytest
 
 from ops.reference_operator.wallet import ThreadedWalletServer
+from tests.support import config_toml
 from tests.support.processes import ServerProcess, wait_until
 from tests.support.signing import signed_headers
 
@@ -47,74 +48,32 @@ PLAYER, POOR, BLOCKED = "leak-player", "leak-poor", "leak-blocked"
 PLAY = {"wagerMinor": 1000, "chanceBps": 9000, "targetItemId": 3}  # band [960, 1055]
 URL = re.compile(r"https?://[^\s\"'<>]+")
 
-CONFIG = """\
-[service]
-base_url = "http://127.0.0.1:8000"
-host = "127.0.0.1"
-port = 8000
-database_url = {database_url}
-session_idle_seconds = 1800
-launch_token_ttl_seconds = 120
-uncertain_debit_grace_seconds = 3
-wallet_timeout_seconds = 1
 
-[[operators]]
-id = "{op_a}"
-base_currency = "EUR"
-wallet_url = {wallet_url}
-webhook_url = {webhook_url}
-outbound_secret = {outbound_a}
-enabled_games = ["upgrader"]
+def config_text(
+    database_url: str, wallet: ThreadedWalletServer, keys: dict[str, str], outbound: dict[str, str]
+) -> str:
+    """Two operators on the wallet, an active and a revoked key on A, one key on B."""
 
-  [[operators.keys]]
-  key_id = "key-a"
-  secret = {key_a}
-  catalog_access = true
+    def operator(operator_id: str, *keys_: config_toml.Key) -> str:
+        return config_toml.operator(
+            operator_id,
+            wallet_url=wallet.url,
+            webhook_url=wallet.webhook_url,
+            outbound_secret=outbound[operator_id],
+            keys=keys_,
+        )
 
-  [[operators.keys]]
-  key_id = "key-a-revoked"
-  secret = {key_a_revoked}
-  revoked = true
-
-  [[operators.currencies]]
-  code = "EUR"
-  rate = "1"
-  exponent = 2
-
-[[operators]]
-id = "{op_b}"
-base_currency = "EUR"
-wallet_url = {wallet_url}
-webhook_url = {webhook_url}
-outbound_secret = {outbound_b}
-enabled_games = ["upgrader"]
-
-  [[operators.keys]]
-  key_id = "key-b"
-  secret = {key_b}
-
-  [[operators.currencies]]
-  code = "EUR"
-  rate = "1"
-  exponent = 2
-
-[[catalog.items]]
-item_id = 3
-name = {{ en = "In band" }}
-value_minor = 1000
-cashback_bps = 9000
-
-[[catalog.items]]
-item_id = 9
-name = {{ en = "Large" }}
-value_minor = 9000
-cashback_bps = 9000
-image_url = "https://cdn.example/item-9.png"
-"""
-
-
-def _toml(value: str) -> str:
-    return json.dumps(value)  # a JSON string literal is a valid TOML basic string here
+    return config_toml.join(
+        config_toml.service(database_url, grace_seconds=3, wallet_timeout_seconds=1),
+        operator(
+            OP_A,
+            config_toml.Key("key-a", keys["key-a"], catalog_access=True),
+            config_toml.Key("key-a-revoked", keys["key-a-revoked"], revoked=True),
+        ),
+        operator(OP_B, config_toml.Key("key-b", keys["key-b"])),
+        config_toml.catalog_item(3, "In band", 1000),
+        config_toml.catalog_item(9, "Large", 9000, image_url="https://cdn.example/item-9.png"),
+    )
 
 
 @dataclass
@@ -234,21 +193,7 @@ def stack(database_url: str, log_level: str, tmp_path: Path) -> Iterator[Stack]:
     outbound = {OP_A: secrets.token_urlsafe(48), OP_B: secrets.token_urlsafe(48)}
     wallet = ThreadedWalletServer(dict(outbound)).start()
     config_path = tmp_path / "config.toml"
-    config_path.write_text(
-        CONFIG.format(
-            database_url=_toml(database_url),
-            op_a=OP_A,
-            op_b=OP_B,
-            wallet_url=_toml(wallet.url),
-            webhook_url=_toml(wallet.webhook_url),
-            outbound_a=_toml(outbound[OP_A]),
-            outbound_b=_toml(outbound[OP_B]),
-            key_a=_toml(keys["key-a"]),
-            key_a_revoked=_toml(keys["key-a-revoked"]),
-            key_b=_toml(keys["key-b"]),
-        ),
-        encoding="utf-8",
-    )
+    config_path.write_text(config_text(database_url, wallet, keys, outbound), encoding="utf-8")
     server = ServerProcess(
         config_path,
         tmp_path / "server.log",

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from ops.reference_operator.wallet import Ledger, ReceivedRequest, ThreadedWalletServer
+from tests.support import config_toml
 from tests.support.processes import ServerProcess, wait_until
 
 OPERATOR = "e2e-op"
@@ -40,64 +41,9 @@ PLAY_PATH = "/api/s2s/upgrader/play"
 DEBIT, ROLLBACK = "wallet.debit", "wallet.rollback"
 
 GRACE_SECONDS = 4
+WALLET_TIMEOUT_SECONDS = 3
 RECOVERY_TIMEOUT = 30.0  # restart + grace + reconciler pass, with a wide margin
 LATE_WALLET_STALL = 10.0  # scenario B: longer than restart + grace + rollback (about 5-6 s)
-
-CONFIG_TEMPLATE = """\
-[service]
-base_url = "http://127.0.0.1:8000"
-host = "127.0.0.1"
-port = 8000
-database_url = {database_url}
-session_idle_seconds = 1800
-launch_token_ttl_seconds = 120
-uncertain_debit_grace_seconds = {grace}
-wallet_timeout_seconds = 3
-
-[[operators]]
-id = "{operator}"
-base_currency = "EUR"
-wallet_url = {wallet_url}
-outbound_secret = {outbound}
-enabled_games = ["upgrader"]
-
-  [[operators.keys]]
-  key_id = "{key_id}"
-  secret = {inbound}
-  catalog_access = true
-
-  [[operators.currencies]]
-  code = "EUR"
-  rate = "1"
-  exponent = 2
-
-  [operators.upgrader]
-  house_edge_bps = 500
-  chance_presets_bps = [1000, 2500, 5000, 7500, 9000]
-  default_chance_bps = 5000
-  max_chance_bps = 9500
-  min_wager_minor = 10
-  max_wager_minor = 1000000
-  balance_mode = true
-
-[[catalog.items]]
-item_id = 1
-name = {{ en = "Small" }}
-value_minor = 500
-cashback_bps = 9000
-
-[[catalog.items]]
-item_id = 6
-name = {{ en = "In band" }}
-value_minor = 1800
-cashback_bps = 9000
-
-[[catalog.items]]
-item_id = 9
-name = {{ en = "Large" }}
-value_minor = 9000
-cashback_bps = 9000
-"""
 
 
 @dataclass
@@ -108,10 +54,6 @@ class Stack:
     @property
     def ledger(self) -> Ledger:
         return self.wallet.ledger
-
-
-def _toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string literal is a valid TOML basic string here
 
 
 @pytest.fixture
@@ -125,14 +67,14 @@ def stack(database_url: str, tmp_path: Path) -> Iterator[Stack]:
         wallet.ledger.fund(OPERATOR, PLAYER, "EUR", FUNDS)
         config_path = tmp_path / "config.toml"
         config_path.write_text(
-            CONFIG_TEMPLATE.format(
-                database_url=_toml_string(database_url),
-                grace=GRACE_SECONDS,
-                operator=OPERATOR,
-                wallet_url=_toml_string(wallet.url),
-                outbound=_toml_string(outbound),
-                key_id=KEY_ID,
-                inbound=_toml_string(inbound),
+            config_toml.balance_config(
+                database_url,
+                operator_id=OPERATOR,
+                key=config_toml.Key(KEY_ID, inbound, catalog_access=True),
+                wallet_url=wallet.url,
+                outbound_secret=outbound,
+                grace_seconds=GRACE_SECONDS,
+                wallet_timeout_seconds=WALLET_TIMEOUT_SECONDS,
             ),
             encoding="utf-8",
         )

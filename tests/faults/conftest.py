@@ -38,6 +38,7 @@ import pytest
 from ops.reference_operator.wallet import Ledger, ThreadedWalletServer
 from tests.conftest import POSTGRES_URL, SKIP_POSTGRES
 from tests.faults import private_postgres
+from tests.support import config_toml
 from tests.support.processes import ChildProcess, ServerProcess, WorkerProcess, run_cli
 from tests.support.signing import signed_headers
 from tests.support.waiting import wait_until
@@ -57,66 +58,6 @@ GRACE_SECONDS = 3
 QUIET_TIMEOUT = 45.0  # until no debit is in flight or owed a rollback
 WEBHOOK_TIMEOUT = 45.0  # a dispatcher lease (2 x timeout + 30 s) may have to expire
 
-CONFIG_TEMPLATE = """\
-[service]
-base_url = "http://127.0.0.1:8000"
-host = "127.0.0.1"
-port = 8000
-database_url = {database_url}
-session_idle_seconds = 1800
-launch_token_ttl_seconds = 120
-uncertain_debit_grace_seconds = {grace}
-wallet_timeout_seconds = {timeout}
-
-[[operators]]
-id = "{operator}"
-base_currency = "EUR"
-wallet_url = {wallet_url}
-webhook_url = {webhook_url}
-outbound_secret = {outbound}
-enabled_games = ["upgrader"]
-
-  [[operators.keys]]
-  key_id = "{key_id}"
-  secret = {inbound}
-  catalog_access = true
-
-  [[operators.currencies]]
-  code = "EUR"
-  rate = "1"
-  exponent = 2
-
-  [operators.upgrader]
-  house_edge_bps = 500
-  chance_presets_bps = [1000, 2500, 5000, 7500, 9000]
-  default_chance_bps = 5000
-  max_chance_bps = 9500
-  min_wager_minor = 10
-  max_wager_minor = 1000000
-  balance_mode = true
-
-  [operators.limits]
-  plays_per_second_per_player = 0
-
-[[catalog.items]]
-item_id = 1
-name = {{ en = "Small" }}
-value_minor = 500
-cashback_bps = 9000
-
-[[catalog.items]]
-item_id = 6
-name = {{ en = "In band" }}
-value_minor = 1800
-cashback_bps = 9000
-
-[[catalog.items]]
-item_id = 9
-name = {{ en = "Large" }}
-value_minor = 9000
-cashback_bps = 9000
-"""
-
 SUMMARIES: list[str] = []
 FAILED = pytest.StashKey[bool]()  # the test's call phase failed (logs are shown)
 
@@ -134,10 +75,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     if report.when == "call":
         item.stash[FAILED] = report.failed
-
-
-def _toml(value: str) -> str:
-    return json.dumps(value)  # a JSON string literal is a valid TOML basic string here
 
 
 # --------------------------------------------------------------------------- the log
@@ -223,16 +160,16 @@ class FaultStack:
 
     def write_config(self, webhook_url: str | None = None) -> None:
         self.config_path.write_text(
-            CONFIG_TEMPLATE.format(
-                database_url=_toml(self.database_url),
-                grace=GRACE_SECONDS,
-                timeout=WALLET_TIMEOUT_SECONDS,
-                operator=OPERATOR,
-                wallet_url=_toml(self.wallet.url),
-                webhook_url=_toml(webhook_url or self.wallet.webhook_url),
-                outbound=_toml(self.outbound),
-                key_id=KEY_ID,
-                inbound=_toml(self.inbound),
+            config_toml.balance_config(
+                self.database_url,
+                operator_id=OPERATOR,
+                key=config_toml.Key(KEY_ID, self.inbound, catalog_access=True),
+                wallet_url=self.wallet.url,
+                outbound_secret=self.outbound,
+                grace_seconds=GRACE_SECONDS,
+                wallet_timeout_seconds=WALLET_TIMEOUT_SECONDS,
+                webhook_url=webhook_url or self.wallet.webhook_url,
+                limits={"plays_per_second_per_player": 0},
             ),
             encoding="utf-8",
         )
