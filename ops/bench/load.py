@@ -564,6 +564,33 @@ class Client:
 Request = Callable[[int], Awaitable[tuple[int, bytes]]]
 
 
+async def send(
+    stats: PhaseStats,
+    client: Client,
+    request: Request,
+    number: int,
+    on_ok: Callable[[bytes], None] | None,
+    clock: Callable[[], float],
+    since: float,
+) -> bool:
+    """Send request ``number`` and record its outcome in ``stats``: on a 200 its latency
+    (``clock()`` at the answer minus ``since``) and ``on_ok(body)``, otherwise its error.
+    False when the client itself failed (no answer)."""
+    try:
+        status, raw = await request(number)
+    except Exception as exc:
+        stats.record_error(f"client {type(exc).__name__}")
+        return False
+    latency = clock() - since
+    if status == 200:
+        stats.latencies.append(latency)
+        if on_ok is not None:
+            on_ok(raw)
+    else:
+        stats.record_error(client.error_key(status, raw))
+    return True
+
+
 async def closed_loop(
     stats: PhaseStats,
     client: Client,
@@ -580,19 +607,11 @@ async def closed_loop(
     async def worker() -> None:
         while loop.time() < deadline:
             started = time.perf_counter()
-            try:
-                status, raw = await request(next(counter))
-            except Exception as exc:
-                stats.record_error(f"client {type(exc).__name__}")
+            answered = await send(
+                stats, client, request, next(counter), on_ok, time.perf_counter, started
+            )
+            if not answered:
                 await asyncio.sleep(0.01)
-                continue
-            latency = time.perf_counter() - started
-            if status == 200:
-                stats.latencies.append(latency)
-                if on_ok is not None:
-                    on_ok(raw)
-            else:
-                stats.record_error(client.error_key(status, raw))
 
     stats.started = time.time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -615,18 +634,7 @@ async def open_loop(
     in_flight: set[asyncio.Task] = set()
 
     async def one(number: int, scheduled: float) -> None:
-        try:
-            status, raw = await request(number)
-        except Exception as exc:
-            stats.record_error(f"client {type(exc).__name__}")
-            return
-        latency = loop.time() - scheduled
-        if status == 200:
-            stats.latencies.append(latency)
-            if on_ok is not None:
-                on_ok(raw)
-        else:
-            stats.record_error(client.error_key(status, raw))
+        await send(stats, client, request, number, on_ok, loop.time, scheduled)
 
     stats.started = time.time()
     start = loop.time() + 0.01
@@ -1169,15 +1177,29 @@ class Bench:
             # Balance plays; every win goes to the items phase's stake pool.
             balance_calls = self.balance_request(client)
 
+            def keep_won(player: str, raw: bytes) -> None:
+                won = client.decode(raw).get("wonItem")
+                if won:
+                    self.pool.append((player, won["inventoryItemId"], won["itemId"]))
+
             async def play_and_keep(number: int) -> tuple[int, bytes]:
                 status, raw = await balance_calls(number)
                 if status == 200:
-                    won = client.decode(raw).get("wonItem")
-                    if won:
-                        self.pool.append(
-                            (self.player(number), won["inventoryItemId"], won["itemId"])
-                        )
+                    keep_won(self.player(number), raw)
                 return status, raw
+
+            async def closed_phase(key: str, name: str, request: Request, note: str = "") -> None:
+                print(
+                    f"{key}: {args.duration:g} s at concurrency {args.concurrency}{note} ...",
+                    flush=True,
+                )
+                stats = PhaseStats(name, "closed")
+                await measured(
+                    stats,
+                    closed_loop(stats, client, args.concurrency, args.duration, request),
+                    key,
+                    args.duration,
+                )
 
             if args.warmup > 0:
                 print(f"warm-up: {args.warmup:g} s of balance plays ...", flush=True)
@@ -1190,24 +1212,9 @@ class Bench:
                 )
 
             if "balance" in wanted:
-                print(
-                    f"balance: {args.duration:g} s at concurrency {args.concurrency} ...",
-                    flush=True,
-                )
-                stats = PhaseStats("balance plays", "closed")
-                await measured(
-                    stats,
-                    closed_loop(stats, client, args.concurrency, args.duration, play_and_keep),
-                    "balance",
-                    args.duration,
-                )
+                await closed_phase("balance", "balance plays", play_and_keep)
 
             if "items" in wanted:
-                print(
-                    f"items: {args.duration:g} s at concurrency {args.concurrency} "
-                    f"({len(self.pool)} items in the stake pool) ...",
-                    flush=True,
-                )
                 refills = PhaseStats("items: refill (balance)", "closed")
 
                 async def stake(number: int) -> tuple[int, bytes]:
@@ -1236,25 +1243,15 @@ class Bench:
                         "POST", "/api/s2s/upgrader/play-with-items", payload
                     )
                     if status == 200:
-                        won = client.decode(raw).get("wonItem")
-                        if won:
-                            self.pool.append((player, won["inventoryItemId"], won["itemId"]))
+                        keep_won(player, raw)
                     return status, raw
 
-                stats = PhaseStats("items plays", "closed")
-                await measured(
-                    stats,
-                    closed_loop(stats, client, args.concurrency, args.duration, stake),
-                    "items",
-                    args.duration,
-                )
+                note = f" ({len(self.pool)} items in the stake pool)"
+                await closed_phase("items", "items plays", stake, note)
                 if refills.ok or refills.errors:
                     phases.append(refills)
 
             if "prizes" in wanted:
-                print(
-                    f"prizes: {args.duration:g} s at concurrency {args.concurrency} ...", flush=True
-                )
 
                 async def prizes(number: int) -> tuple[int, bytes]:
                     return await client.call(
@@ -1267,13 +1264,7 @@ class Bench:
                         ],
                     )
 
-                stats = PhaseStats("prizes reads", "closed")
-                await measured(
-                    stats,
-                    closed_loop(stats, client, args.concurrency, args.duration, prizes),
-                    "prizes",
-                    args.duration,
-                )
+                await closed_phase("prizes", "prizes reads", prizes)
 
             if "rate" in wanted and args.rate > 0:
                 print(
@@ -1614,30 +1605,37 @@ def print_report(results: dict[str, Any]) -> None:
         if profile.get("error"):
             console.print(f"[yellow]py-spy failed: {profile['error']}[/yellow]")
         elif profile.get("self"):
-            top = Table(
-                title=f"py-spy: pid {profile['pid']} ({profile['target']}, "
+            print_shares(
+                console,
+                f"py-spy: pid {profile['pid']} ({profile['target']}, "
                 f"{profile['phase']} phase, {profile['mode']} mode), "
-                f"{profile['samples']} samples; self time"
+                f"{profile['samples']} samples; self time",
+                ("function (file)", "self %"),
+                profile["self"][:20],
             )
-            top.add_column("function (file)")
-            top.add_column("self %", justify="right")
-            for name, share in profile["self"][:20]:
-                top.add_row(name, f"{share}")
-            console.print(top)
-            mine = Table(title="py-spy: inclusive time of the platform's own functions (src/)")
-            mine.add_column("function (file)")
-            mine.add_column("incl %", justify="right")
-            for name, share in profile.get("inclusive_src", [])[:20]:
-                mine.add_row(name, f"{share}")
-            console.print(mine)
-            pk = Table(title="py-spy: self time by package")
-            pk.add_column("package")
-            pk.add_column("%", justify="right")
-            for name, share in profile["packages"][:15]:
-                pk.add_row(name, f"{share}")
-            console.print(pk)
+            print_shares(
+                console,
+                "py-spy: inclusive time of the platform's own functions (src/)",
+                ("function (file)", "incl %"),
+                profile.get("inclusive_src", [])[:20],
+            )
+            print_shares(
+                console, "py-spy: self time by package", ("package", "%"), profile["packages"][:15]
+            )
         else:
             console.print(f"profile written to {profile['file']}")
+
+
+def print_shares(console: Any, title: str, columns: tuple[str, str], rows: list[list[Any]]) -> None:
+    """A two-column table of (name, share %) rows, e.g. py-spy's top functions."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column(columns[0])
+    table.add_column(columns[1], justify="right")
+    for name, share in rows:
+        table.add_row(name, f"{share}")
+    console.print(table)
 
 
 # --------------------------------------------------------------------------- main
