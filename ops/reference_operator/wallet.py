@@ -707,43 +707,39 @@ class WalletServer:
         await self.stop()
 
 
+class _OfServer:
+    """A read-only attribute of a ``ThreadedWalletServer``: the same one of the
+    ``WalletServer`` it runs (like a ``property`` returning ``self._server.<name>``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else getattr(instance._server, self.name)
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        raise AttributeError(
+            f"property {self.name!r} of {type(instance).__name__!r} object has no setter"
+        )
+
+
 class ThreadedWalletServer:
     """A ``WalletServer`` on its own event loop in a background thread, for sync code.
 
     ``with ThreadedWalletServer({"op-1": "secret"}) as wallet: wallet.url ...``"""
 
+    secrets: MutableMapping[str, str] = _OfServer()
+    ledger: Ledger = _OfServer()
+    faults: Faults = _OfServer()
+    port: int = _OfServer()
+    base_url: str = _OfServer()
+    url: str = _OfServer()
+    webhook_url: str = _OfServer()
+
     def __init__(self, secrets: MutableMapping[str, str], **kwargs: Any) -> None:
         self._server = WalletServer(secrets, **kwargs)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-
-    @property
-    def secrets(self) -> MutableMapping[str, str]:
-        return self._server.secrets
-
-    @property
-    def ledger(self) -> Ledger:
-        return self._server.ledger
-
-    @property
-    def faults(self) -> Faults:
-        return self._server.faults
-
-    @property
-    def port(self) -> int:
-        return self._server.port
-
-    @property
-    def base_url(self) -> str:
-        return self._server.base_url
-
-    @property
-    def url(self) -> str:
-        return self._server.url
-
-    @property
-    def webhook_url(self) -> str:
-        return self._server.webhook_url
 
     def start(self, timeout: float = 10.0) -> Self:
         if self._thread is not None:
