@@ -18,6 +18,7 @@ from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import PlayerSessionController, S2SPlatformController
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
 from api.runtime import Runtime
+from application import store_calls
 from application.platform import Platform
 
 ROUTES = [
@@ -57,9 +58,10 @@ OPENAPI = OpenAPIConfig(
 
 
 def worker_threads(platform: Platform) -> int | None:
-    """Threads for store calls: the event store's connections (pool + overflow) on
-    PostgreSQL, where more threads would only queue for a connection and contend for
-    the GIL; anyio's default (40) on SQLite. ``UPGRADER_THREADS`` overrides."""
+    """Threads for store calls (application/store_calls.py): the event store's
+    connections (pool + overflow) on PostgreSQL, where more threads would only queue for
+    a connection and contend for the GIL; anyio's default (40) on SQLite.
+    ``UPGRADER_THREADS`` overrides."""
     if os.environ.get("UPGRADER_THREADS"):
         return int(os.environ["UPGRADER_THREADS"])
     if platform.location.kind != "postgresql":
@@ -74,6 +76,7 @@ async def start_request_path(platform: Platform) -> None:
     threads = worker_threads(platform)
     if threads is not None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        store_calls.set_threads(threads)
     location = platform.location
     if location.kind == "postgresql":
         await platform.limiter.start_async(
