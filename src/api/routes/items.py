@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Request, get, post
+from litestar import Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from api.auth import player_guard, s2s_guard
 from api.errors import ERROR_RESPONSES
+from api.routes.common import PlayerController, S2SController, runtime_of, who
 from api.routes.upgrader import COUNTS_PLAYS, PlayerQuery, prizes_answer
 from api.runtime import Runtime
 from api.schemas_upgrader import (
@@ -43,15 +43,6 @@ StakeIdsBracketed = Annotated[list[int] | None, QueryParameter(name="stakeItemId
 ItemState = Annotated[
     str | None, QueryParameter(name="state", schema_extra={"enum": list(ITEM_STATES)})
 ]
-
-
-def _runtime(state: State) -> Runtime:
-    return state.runtime
-
-
-def _who(request: Request) -> tuple[str, str]:
-    session = request.state.session
-    return session.operator_id, session.player_external_id
 
 
 def prizes_by_items(
@@ -118,13 +109,7 @@ async def cash_out(runtime: Runtime, operator_id: str, player: str, body: Cashou
     )
 
 
-class S2SItemsController(Controller):
-    path = "/api/s2s"
-    guards = [s2s_guard]  # it also decodes the body strictly (one guard: Litestar copies
-    # the route handler for every guard it runs)
-    security = [{"hmac": []}]
-    tags = ["s2s"]
-
+class S2SItemsController(S2SController):
     @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
     def prizes_by_items(
         self,
@@ -138,7 +123,7 @@ class S2SItemsController(Controller):
         locale: FromQuery[str | None] = None,
     ) -> PrizesByItemsAnswer:
         return prizes_by_items(
-            _runtime(state),
+            runtime_of(state),
             request.state.operator_id,
             player,
             _ids(stake_ids, stake_ids_b),
@@ -152,7 +137,7 @@ class S2SItemsController(Controller):
         self, request: Request, state: State, data: JSONBody[S2SPlayItemsBody]
     ) -> PlayItemsAnswer:
         return await play_items(
-            _runtime(state), request.state.operator_id, data.player_external_id, data
+            runtime_of(state), request.state.operator_id, data.player_external_id, data
         )
 
     @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
@@ -163,14 +148,14 @@ class S2SItemsController(Controller):
         player: PlayerQuery,
         item_state: ItemState = None,
     ) -> InventoryAnswer:
-        return inventory(_runtime(state), request.state.operator_id, player, item_state)
+        return inventory(runtime_of(state), request.state.operator_id, player, item_state)
 
     @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
     async def cashout(
         self, request: Request, state: State, data: JSONBody[S2SCashoutBody]
     ) -> CashoutAnswer:
         return await cash_out(
-            _runtime(state), request.state.operator_id, data.player_external_id, data
+            runtime_of(state), request.state.operator_id, data.player_external_id, data
         )
 
     @post("/shipping", status_code=200, responses=ERROR_RESPONSES)
@@ -184,15 +169,10 @@ class S2SItemsController(Controller):
             inventory_item_ids=list(data.inventory_item_ids),
             address=dict(data.address),
         )
-        return await in_store(request_shipping, _runtime(state).platform, command)
+        return await in_store(request_shipping, runtime_of(state).platform, command)
 
 
-class PlayerItemsController(Controller):
-    path = "/api/play"
-    guards = [player_guard]  # it also decodes the body strictly
-    security = [{"bearer": []}]
-    tags = ["player"]
-
+class PlayerItemsController(PlayerController):
     @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
     def prizes_by_items(
         self,
@@ -205,8 +185,8 @@ class PlayerItemsController(Controller):
         locale: FromQuery[str | None] = None,
     ) -> PrizesByItemsAnswer:
         return prizes_by_items(
-            _runtime(state),
-            *_who(request),
+            runtime_of(state),
+            *who(request),
             _ids(stake_ids, stake_ids_b),
             chance_bps,
             currency,
@@ -217,7 +197,7 @@ class PlayerItemsController(Controller):
     async def play_with_items(
         self, request: Request, state: State, data: JSONBody[PlayItemsBody]
     ) -> PlayItemsAnswer:
-        return await play_items(_runtime(state), *_who(request), data)
+        return await play_items(runtime_of(state), *who(request), data)
 
     @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
     def inventory(
@@ -226,10 +206,10 @@ class PlayerItemsController(Controller):
         state: State,
         item_state: ItemState = None,
     ) -> InventoryAnswer:
-        return inventory(_runtime(state), *_who(request), item_state)
+        return inventory(runtime_of(state), *who(request), item_state)
 
     @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
     async def cashout(
         self, request: Request, state: State, data: JSONBody[CashoutBody]
     ) -> CashoutAnswer:
-        return await cash_out(_runtime(state), *_who(request), data)
+        return await cash_out(runtime_of(state), *who(request), data)

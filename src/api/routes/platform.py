@@ -8,8 +8,9 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
-from api.auth import bearer_token, player_guard, s2s_guard, strict_body
+from api.auth import bearer_token, player_guard, strict_body
 from api.errors import ERROR_RESPONSES
+from api.routes.common import PLAYER_SECURITY, S2SController
 from api.schemas import (
     Box,
     Boxes,
@@ -29,21 +30,12 @@ from application.errors import PlatformError, game_disabled
 from application.platform import Platform
 from domain.upgrader_rules import derive_selector_config, localised_name
 
-S2S_SECURITY = [{"hmac": []}]
-PLAYER_SECURITY = [{"bearer": []}]
-
 
 def _platform(state: State) -> Platform:
     return state.platform
 
 
-class S2SPlatformController(Controller):
-    path = "/api/s2s"
-    guards = [s2s_guard]  # it also decodes the body strictly (one guard: Litestar copies
-    # the route handler for every guard it runs)
-    security = S2S_SECURITY
-    tags = ["s2s"]
-
+class S2SPlatformController(S2SController):
     @get("/health", responses=ERROR_RESPONSES, sync_to_thread=True)
     def health(self, state: State) -> Health:
         platform = _platform(state)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Request, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
-from api.auth import PLAYS_OPT, player_guard, s2s_guard
+from api.auth import PLAYS_OPT
 from api.errors import ERROR_RESPONSES
+from api.routes.common import PlayerController, S2SController, runtime_of, who
 from api.runtime import Runtime
 from api.schemas import UpgraderConfigWire
 from api.schemas_upgrader import (
@@ -48,15 +49,6 @@ PlayerQuery = Annotated[
 Limit = Annotated[int, QueryParameter(ge=1, le=100)]
 # Checked in rounds_page (VALIDATION_ERROR naming the field); documented here.
 Cursor = Annotated[str | None, QueryParameter(schema_extra={"pattern": "^[0-9]{1,18}$"})]
-
-
-def _runtime(state: State) -> Runtime:
-    return state.runtime
-
-
-def _who(request: Request) -> tuple[str, str]:
-    session = request.state.session
-    return session.operator_id, session.player_external_id
 
 
 def prizes(
@@ -127,13 +119,7 @@ def rounds_page(
     return {"rounds": rounds, "nextCursor": None if next_cursor is None else str(next_cursor)}
 
 
-class S2SUpgraderController(Controller):
-    path = "/api/s2s"
-    guards = [s2s_guard]  # it also decodes the body strictly (one guard: Litestar copies
-    # the route handler for every guard it runs)
-    security = [{"hmac": []}]
-    tags = ["s2s"]
-
+class S2SUpgraderController(S2SController):
     # In memory only (the price index): answered on the event loop, no thread hand-off.
     @get("/upgrader/prizes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def prizes(
@@ -147,12 +133,14 @@ class S2SUpgraderController(Controller):
         locale: FromQuery[str | None] = None,
     ) -> PrizesAnswer:
         return prizes(
-            _runtime(state), request.state.operator_id, wager_minor, chance_bps, currency, locale
+            runtime_of(state), request.state.operator_id, wager_minor, chance_bps, currency, locale
         )
 
     @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play(self, request: Request, state: State, data: JSONBody[S2SPlayBody]) -> PlayAnswer:
-        return await play(_runtime(state), request.state.operator_id, data.player_external_id, data)
+        return await play(
+            runtime_of(state), request.state.operator_id, data.player_external_id, data
+        )
 
     @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
     def rounds(
@@ -163,11 +151,11 @@ class S2SUpgraderController(Controller):
         limit: Limit = 20,
         cursor: Cursor = None,
     ) -> RoundsPage:
-        return rounds_page(_runtime(state), request.state.operator_id, player, limit, cursor)
+        return rounds_page(runtime_of(state), request.state.operator_id, player, limit, cursor)
 
     @get("/rounds/{public_id:str}", sync_to_thread=True, responses=ERROR_RESPONSES)
     def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
-        runtime = _runtime(state)
+        runtime = runtime_of(state)
         runtime.read_model("round_history")
         found = get_round(runtime.platform.db, request.state.operator_id, public_id)
         if found is None:
@@ -176,21 +164,16 @@ class S2SUpgraderController(Controller):
 
     @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
     def fairness(self, request: Request, state: State, player: PlayerQuery) -> FairnessAnswer:
-        return _runtime(state).fairness.read(request.state.operator_id, player)
+        return runtime_of(state).fairness.read(request.state.operator_id, player)
 
     @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
     def rotate(self, request: Request, state: State, data: JSONBody[S2SRotateBody]) -> RotateAnswer:
-        return _runtime(state).fairness.rotate(
+        return runtime_of(state).fairness.rotate(
             request.state.operator_id, data.player_external_id, data.client_seed
         )
 
 
-class PlayerUpgraderController(Controller):
-    path = "/api/play"
-    guards = [player_guard]  # it also decodes the body strictly
-    security = [{"bearer": []}]
-    tags = ["player"]
-
+class PlayerUpgraderController(PlayerController):
     # In memory only (the price index): answered on the event loop, no thread hand-off.
     @get("/upgrader/prizes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def prizes(
@@ -202,13 +185,13 @@ class PlayerUpgraderController(Controller):
         currency: FromQuery[str | None] = None,
         locale: FromQuery[str | None] = None,
     ) -> PrizesAnswer:
-        operator_id, _ = _who(request)
-        return prizes(_runtime(state), operator_id, wager_minor, chance_bps, currency, locale)
+        operator_id, _ = who(request)
+        return prizes(runtime_of(state), operator_id, wager_minor, chance_bps, currency, locale)
 
     @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
     async def play(self, request: Request, state: State, data: JSONBody[PlayBody]) -> PlayAnswer:
-        operator_id, player = _who(request)
-        return await play(_runtime(state), operator_id, player, data)
+        operator_id, player = who(request)
+        return await play(runtime_of(state), operator_id, player, data)
 
     @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
     def rounds(
@@ -218,13 +201,13 @@ class PlayerUpgraderController(Controller):
         limit: Limit = 20,
         cursor: Cursor = None,
     ) -> RoundsPage:
-        operator_id, player = _who(request)
-        return rounds_page(_runtime(state), operator_id, player, limit, cursor)
+        operator_id, player = who(request)
+        return rounds_page(runtime_of(state), operator_id, player, limit, cursor)
 
     @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
     def fairness(self, request: Request, state: State) -> FairnessAnswer:
-        return _runtime(state).fairness.read(*_who(request))
+        return runtime_of(state).fairness.read(*who(request))
 
     @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
     def rotate(self, request: Request, state: State, data: JSONBody[RotateBody]) -> RotateAnswer:
-        return _runtime(state).fairness.rotate(*_who(request), data.client_seed)
+        return runtime_of(state).fairness.rotate(*who(request), data.client_seed)
