@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
-from eventsourcing.application import Application
+from eventsourcing.application import Application, ProcessingEvent
+from eventsourcing.domain import BaseAggregate
+from eventsourcing.persistence import Recording
 
 from application import store_calls
 from application.clock import Clock, SystemClock
@@ -26,6 +28,28 @@ class EventStore(Application[UUID]):
     """The one event log of the platform (rounds, items, seeds, configuration history)."""
 
     name = "upgrader"
+
+    def save(self, *objs: object, **kwargs: object) -> list[Recording[UUID]]:
+        """``Application.save``, with aggregates told apart by their class.
+
+        eventsourcing's ``ProcessingEvent.collect_events`` asks first whether each object
+        is a ``DomainEventProtocol``, a runtime protocol check that walks the protocol's
+        members: about 3 % of an API process's CPU on the play path. Our aggregates are
+        all ``BaseAggregate`` subclasses; anything else still goes the library's way.
+        """
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        for obj in objs:
+            if isinstance(obj, BaseAggregate):
+                processing_event.events.extend(obj.collect_events())
+                processing_event.aggregates[obj.id] = obj
+            elif obj is not None:
+                processing_event.collect_events(obj)  # type: ignore[arg-type]
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # deprecated hook, kept as the library does
+        return recordings
 
 
 def ensure_tables(db: SqlDatabase, statements: list[str]) -> None:
