@@ -16,11 +16,11 @@ the body, whose refusal is answered after the key's or session's verdict, as bef
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from typing import Any
 
-import anyio
 import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
@@ -125,7 +125,7 @@ async def count_hits(platform: Platform, hits: list[Hit]) -> None:
         await in_store(limiter.hit_chain, hits)
         return
     try:
-        with anyio.fail_after(STORE_DEADLINE_SECONDS):
+        async with asyncio.timeout(STORE_DEADLINE_SECONDS):  # anyio's fail_after: 3 % CPU
             await limiter.count(hits)
     except NoConnection as exc:  # nothing counted: count through the store's pool
         log.warning("rate-limit connection refused (%s); counting through the pool", exc)
