@@ -343,7 +343,18 @@ def operator_main(argv: list[str]) -> None:
         return web.json_response({"webhooks": rows, "debits": debits})
 
     app.router.add_get("/bench/webhooks", webhooks)
-    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, loop=new_loop())
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop where installed (it is, with uvicorn[standard]): the wallet and the load
+    generator share the machine with the platform, so their CPU per request is kept low
+    (docs/performance.md has the figures before and after)."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings it
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def parse_iso(text: str) -> float:
@@ -1775,7 +1786,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{bench.background_pid}), operator {bench.wallet_base}, schema {bench.schema}",
             flush=True,
         )
-        asyncio.run(bench.run())
+        new_loop().run_until_complete(bench.run())
     finally:
         bench.teardown()
     results["machine"]["load_after_load"] = _load()
