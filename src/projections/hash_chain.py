@@ -190,7 +190,7 @@ class HashChain:
                 head[1], head[2], head[3] = notification.id, text, head[3] + 1
             previous = link
         if links and getattr(cur, "pipeline", None) is not None:
-            # PostgreSQL: the batch's links as six arrays in one prepared statement
+            # PostgreSQL: the batch's links as six arrays (binary) in one prepared statement
             cur.execute(_LINKS_UNNEST, [list(column) for column in zip(*links, strict=True)])
             links = []
         execute_in_order(
@@ -219,7 +219,8 @@ _LINK = (
 )
 _LINKS_UNNEST = (
     "INSERT INTO event_chain (position, link, originator_id, originator_version, topic, day) "
-    "SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[])"
+    "SELECT * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::bigint[], %b::text[], "
+    "%b::text[])"
 )
 _HEAD = (
     "INSERT INTO chain_heads (day, position, link, events) VALUES (?, ?, ?, ?) "
