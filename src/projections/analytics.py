@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -39,6 +40,16 @@ from application.sql import execute_in_order
 from domain.inventory import InventoryItem
 from domain.round import Round
 from projections.batching import select_in
+from projections.unnest import (
+    arrays,
+    column_types,
+    columns,
+    first_per_key,
+    insert_sql,
+    net_insert_delete,
+    net_upsert_delete,
+    on_postgres,
+)
 
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
@@ -434,7 +445,10 @@ class Analytics:
             statements.append((_DAILY, (*key, *entry)))
         for key in daily:
             statements.append((_RATIOS, key))
-        execute_in_order(cur, statements)
+        if on_postgres(cur):
+            _write_unnest(cur, statements)
+        else:
+            execute_in_order(cur, statements)
 
     # -- rounds -----------------------------------------------------------------------------
 
@@ -632,6 +646,65 @@ _DAILY = (
     f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET "
     + ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
 )
+
+
+def _ddl(table: str) -> str:
+    return next(st for st in Analytics.schema if f"EXISTS {table} (" in st)
+
+
+_FACT_TYPES = column_types(_ddl("analytics_rounds"), FACT_COLUMNS)
+_FACT_UNNEST = insert_sql(
+    "analytics_rounds", FACT_COLUMNS, _FACT_TYPES, "ON CONFLICT (round_id) DO NOTHING"
+)
+_FLOW_TYPES = column_types(_ddl("analytics_item_flows"), FLOW_COLUMNS)
+_FLOW_UNNEST = insert_sql(
+    "analytics_item_flows", FLOW_COLUMNS, _FLOW_TYPES, "ON CONFLICT (position) DO NOTHING"
+)
+_OPEN_UNNEST = (
+    "INSERT INTO analytics_open_rounds (round_id, opening) "
+    "SELECT * FROM unnest(%b::text[], %b::text[]) ON CONFLICT (round_id) DO NOTHING"
+)
+_CLOSE_ANY = "DELETE FROM analytics_open_rounds WHERE round_id = ANY(%b::text[])"
+_STAKE_UNNEST = (
+    "INSERT INTO analytics_stakes (inventory_item_id, round_public_id, value_minor, "
+    "currency) SELECT * FROM unnest(%b::bigint[], %b::text[], %b::bigint[], %b::text[]) "
+    "ON CONFLICT (inventory_item_id) DO UPDATE SET "
+    "round_public_id = excluded.round_public_id, value_minor = excluded.value_minor, "
+    "currency = excluded.currency"
+)
+_UNSTAKE_ANY = "DELETE FROM analytics_stakes WHERE inventory_item_id = ANY(%b::bigint[])"
+
+
+def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """PostgreSQL: the batch's statements with the same result, a few over arrays. No
+    statement reads another table than its own, so each table is written on its own:
+    ``analytics_open_rounds`` by ``net_insert_delete``, ``analytics_stakes`` (upserts of
+    every column, deletes) by ``net_upsert_delete``; ``analytics_rounds`` and
+    ``analytics_item_flows``, never deleted from, by ``first_per_key``;
+    ``analytics_daily`` (one upsert per key of the batch, then its ratios) as before."""
+    closed, opened = net_insert_delete(
+        (sql is _OPEN, row[0], row) for sql, row in statements if sql is _OPEN or sql is _CLOSE
+    )
+    unstaked, staked = net_upsert_delete(
+        (sql is _STAKE, row[0], row) for sql, row in statements if sql is _STAKE or sql is _UNSTAKE
+    )
+    facts = first_per_key((row for sql, row in statements if sql is _FACT), itemgetter(0))
+    flows = first_per_key((row for sql, row in statements if sql is _FLOW), itemgetter(0))
+    writes: list[tuple[str, Any]] = []
+    if closed:
+        writes.append((_CLOSE_ANY, (closed,)))
+    if opened:
+        writes.append((_OPEN_UNNEST, columns(opened)))
+    if unstaked:
+        writes.append((_UNSTAKE_ANY, (unstaked,)))
+    if staked:
+        writes.append((_STAKE_UNNEST, columns(staked)))
+    if facts:
+        writes.append((_FACT_UNNEST, arrays(facts, _FACT_TYPES)))
+    if flows:
+        writes.append((_FLOW_UNNEST, arrays(flows, _FLOW_TYPES)))
+    writes += [(sql, row) for sql, row in statements if sql is _DAILY or sql is _RATIOS]
+    execute_in_order(cur, writes)
 
 
 def _flow_row(

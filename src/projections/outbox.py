@@ -43,6 +43,7 @@ operators de-duplicate by ``id``.
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -54,6 +55,7 @@ from application.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round
 from projections.batching import select_in
+from projections.unnest import columns, first_per_key, floats, net_insert_delete, on_postgres
 
 NAME = "webhook_outbox"
 WEBHOOK_TYPE = "round_settled"
@@ -251,7 +253,10 @@ class WebhookOutbox:
                 )
             )
             statements.append((_PENDING, (hook_id, settlement["settled_at"])))
-        execute_in_order(cur, statements)
+        if on_postgres(cur):
+            _write_unnest(cur, statements)
+        else:
+            execute_in_order(cur, statements)
 
     @staticmethod
     def _has_webhook(cur: Any, operator_id: str) -> bool:
@@ -281,6 +286,56 @@ _PENDING = (
     "INSERT INTO webhook_deliveries (webhook_id, state, attempts, next_attempt_at) "
     "VALUES (?, 'pending', 0, ?) ON CONFLICT (webhook_id) DO NOTHING"
 )
+
+_CLOSE_ANY = "DELETE FROM webhook_openings WHERE round_id = ANY(%b::text[])"
+_OPEN_UNNEST = (
+    "INSERT INTO webhook_openings (round_id, opening) "
+    "SELECT * FROM unnest(%b::text[], %b::text[]) ON CONFLICT (round_id) DO NOTHING"
+)
+_ENQUEUE_UNNEST = (
+    "INSERT INTO webhook_outbox (webhook_id, round_id, operator_id, "
+    "player_external_id, position, created_at, payload) "
+    "SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], "
+    "%b::double precision[], %b::text[]) ON CONFLICT (webhook_id) DO NOTHING"
+)
+_PENDING_UNNEST = (
+    "INSERT INTO webhook_deliveries (webhook_id, state, attempts, next_attempt_at) "
+    "SELECT webhook_id, 'pending', 0, next_attempt_at FROM unnest(%b::text[], "
+    "%b::double precision[]) AS u(webhook_id, next_attempt_at) "
+    "ON CONFLICT (webhook_id) DO NOTHING"
+)
+
+
+def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """PostgreSQL: the batch's statements with the same result, a few over arrays. The
+    four tables are independent (no statement reads another table), so each is written
+    on its own: ``webhook_operators`` (rare) in event order; ``webhook_openings`` by
+    ``net_insert_delete``; ``webhook_outbox`` and ``webhook_deliveries``, never deleted
+    from here, by ``first_per_key`` (``webhook_id`` is derived from ``round_id``, the
+    outbox's other unique key, so one decides the other)."""
+    operators = [(sql, row) for sql, row in statements if sql is _REGISTER or sql is _SETTINGS]
+    closed, opened = net_insert_delete(
+        (sql is _OPEN, row[0], row) for sql, row in statements if sql is _OPEN or sql is _CLOSE
+    )
+    hooks = first_per_key((row for sql, row in statements if sql is _ENQUEUE), itemgetter(0))
+    pending = first_per_key((row for sql, row in statements if sql is _PENDING), itemgetter(0))
+    writes: list[tuple[str, Any]] = list(operators)
+    if closed:
+        writes.append((_CLOSE_ANY, (closed,)))
+    if opened:
+        writes.append((_OPEN_UNNEST, columns(opened)))
+    if hooks:
+        ids, rounds, operator_ids, players, positions, created, payloads = columns(hooks)
+        writes.append(
+            (
+                _ENQUEUE_UNNEST,
+                (ids, rounds, operator_ids, players, positions, floats(created), payloads),
+            )
+        )
+    if pending:
+        ids, next_at = columns(pending)
+        writes.append((_PENDING_UNNEST, (ids, floats(next_at))))
+    execute_in_order(cur, writes)
 
 
 def reset_projection(db: Any) -> None:

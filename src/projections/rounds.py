@@ -8,6 +8,7 @@ voiding) event, so newest-first is settle order, and it doubles as the page curs
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -16,6 +17,7 @@ from application.round_view import round_wire, voided_round_wire
 from application.sql import execute_in_order
 from domain.round import Round
 from projections.batching import select_in
+from projections.unnest import columns, first_per_key, last_per_key, on_postgres
 
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
@@ -115,7 +117,8 @@ class RoundHistory:
             else:
                 status, view = "voided", voided_round_wire(opening["public_id"])
             statements.append((_UPDATE, (status, position, _json(view), round_id)))
-        execute_in_order(cur, statements)
+        if not (on_postgres(cur) and _write_unnest(cur, statements)):
+            execute_in_order(cur, statements)
 
 
 _INSERT = (
@@ -124,6 +127,47 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (round_id) DO NOTHING"
 )
 _UPDATE = "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?"
+_INSERT_UNNEST = (
+    "INSERT INTO round_history (round_id, public_id, operator_id, "
+    "player_external_id, mode, status, position, opening) "
+    "SELECT round_id, public_id, operator_id, player_external_id, mode, 'open', position, "
+    "opening FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], "
+    "%b::text[]) AS u(round_id, public_id, operator_id, player_external_id, mode, position, "
+    "opening) ON CONFLICT (round_id) DO NOTHING"
+)
+_UPDATE_UNNEST = (
+    "UPDATE round_history AS t SET status = u.status, position = u.position, view = u.view "
+    "FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[]) AS u(status, position, view, "
+    "round_id) WHERE t.round_id = u.round_id"
+)
+
+
+def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
+    """PostgreSQL: the batch's statements as one insert and one update over arrays; False
+    (nothing written) if a round is updated before the batch inserts it (then only the
+    order of the statements says what happens: the caller runs them in order).
+
+    Otherwise the same rows: nothing here deletes a row or changes a ``round_id``, so a
+    round's first insert lands or finds it there and its later inserts do nothing; its
+    updates all find the row and each sets the same three columns to values of its own,
+    so the last one decides; inserting every round before updating any changes neither."""
+    inserted = {row[0] for sql, row in statements if sql is _INSERT}
+    seen: set[str] = set()
+    for sql, row in statements:
+        if sql is _INSERT:
+            seen.add(row[0])
+        elif row[3] in inserted and row[3] not in seen:
+            return False
+    inserts = first_per_key((row for sql, row in statements if sql is _INSERT), itemgetter(0))
+    updates = last_per_key((row for sql, row in statements if sql is _UPDATE), itemgetter(3))
+    execute_in_order(
+        cur,
+        [
+            *([(_INSERT_UNNEST, columns(inserts))] if inserts else []),
+            *([(_UPDATE_UNNEST, columns(updates))] if updates else []),
+        ],
+    )
+    return True
 
 
 def _is_opened(event: Any) -> bool:

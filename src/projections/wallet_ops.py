@@ -8,6 +8,7 @@ Built from the rounds' events, so it survives restarts and rebuilds by construct
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -15,6 +16,7 @@ from eventsourcing.utils import get_topic
 from application.sql import execute_in_order
 from domain.cashout import Cashout
 from domain.round import Round
+from projections.unnest import columns, first_per_key, floats, on_postgres
 
 EVENTS = {
     get_topic(Round.DebitAttempted): "in_flight",
@@ -55,17 +57,18 @@ class WalletDebitAttempts:
         cur.execute(*self._statement(event))
 
     def process_batch(self, cur: Any, items: list[Any], after: int) -> None:
-        """Writes only (nothing read back): the same statements in event order, pipelined."""
-        execute_in_order(cur, [self._statement(item.event) for item in items])
+        """Writes only (nothing read back): the same statements in event order, pipelined;
+        on PostgreSQL as a few statements over arrays where that is the same."""
+        statements = [self._statement(item.event) for item in items]
+        if not (on_postgres(cur) and _debits_unnest(cur, statements)):
+            execute_in_order(cur, statements)
 
     @staticmethod
     def _statement(event: Any) -> tuple[str, tuple[Any, ...]]:
         round_id = event.originator_id.hex
         if isinstance(event, Round.DebitAttempted):
             return (
-                "INSERT INTO wallet_debit_attempts (debit_key, round_id, attempt, amount_minor, "
-                "currency, state, attempted_at) VALUES (?, ?, ?, ?, ?, 'in_flight', ?) "
-                "ON CONFLICT (debit_key) DO NOTHING",
+                _ATTEMPT,
                 (
                     event.idempotency_key,
                     round_id,
@@ -76,17 +79,95 @@ class WalletDebitAttempts:
                 ),
             )
         if isinstance(event, Round.RollbackEscalated):
-            return (
-                "UPDATE wallet_debit_attempts SET escalated = 1 WHERE round_id = ? AND attempt = ?",
-                (round_id, event.attempt),
-            )
+            return _ESCALATE, (round_id, event.attempt)
         state = EVENTS[get_topic(type(event))]
-        column = "uncertain_at" if state == "uncertain" else "settled_at"
         return (
-            f"UPDATE wallet_debit_attempts SET state = ?, {column} = ? "  # noqa: S608
-            "WHERE round_id = ? AND attempt = ?",
+            _UNCERTAIN if state == "uncertain" else _ANSWERED,
             (state, event.at, round_id, event.attempt),
         )
+
+
+_ATTEMPT = (
+    "INSERT INTO wallet_debit_attempts (debit_key, round_id, attempt, amount_minor, "
+    "currency, state, attempted_at) VALUES (?, ?, ?, ?, ?, 'in_flight', ?) "
+    "ON CONFLICT (debit_key) DO NOTHING"
+)
+_ESCALATE = "UPDATE wallet_debit_attempts SET escalated = 1 WHERE round_id = ? AND attempt = ?"
+_UNCERTAIN = (
+    "UPDATE wallet_debit_attempts SET state = ?, uncertain_at = ? "
+    "WHERE round_id = ? AND attempt = ?"
+)
+_ANSWERED = (
+    "UPDATE wallet_debit_attempts SET state = ?, settled_at = ? WHERE round_id = ? AND attempt = ?"
+)
+_ATTEMPT_UNNEST = (
+    "INSERT INTO wallet_debit_attempts (debit_key, round_id, attempt, amount_minor, "
+    "currency, state, attempted_at) SELECT debit_key, round_id, attempt, amount_minor, "
+    "currency, 'in_flight', attempted_at FROM unnest(%b::text[], %b::text[], %b::integer[], "
+    "%b::bigint[], %b::text[], %b::double precision[]) AS u(debit_key, round_id, attempt, "
+    "amount_minor, currency, attempted_at) ON CONFLICT (debit_key) DO NOTHING"
+)
+_ESCALATE_UNNEST = (
+    "UPDATE wallet_debit_attempts AS t SET escalated = 1 "
+    "FROM unnest(%b::text[], %b::integer[]) AS u(round_id, attempt) "
+    "WHERE t.round_id = u.round_id AND t.attempt = u.attempt"
+)
+_UNCERTAIN_UNNEST = (
+    "UPDATE wallet_debit_attempts AS t SET state = u.state, uncertain_at = u.at "
+    "FROM unnest(%b::text[], %b::double precision[], %b::text[], %b::integer[]) "
+    "AS u(state, at, round_id, attempt) "
+    "WHERE t.round_id = u.round_id AND t.attempt = u.attempt"
+)
+_ANSWERED_UNNEST = (
+    "UPDATE wallet_debit_attempts AS t SET state = u.state, settled_at = u.at "
+    "FROM unnest(%b::text[], %b::double precision[], %b::text[], %b::integer[]) "
+    "AS u(state, at, round_id, attempt) "
+    "WHERE t.round_id = u.round_id AND t.attempt = u.attempt"
+)
+
+
+def _debits_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
+    """PostgreSQL: the batch's statements as one insert and one update per kind over
+    arrays; False (nothing written) where their order matters, for the caller to run them
+    in order: an attempt (round, attempt) updated twice in the batch, or updated before
+    the batch inserts a row of it.
+
+    Otherwise the same rows: updates neither delete rows nor change ``debit_key``, so a
+    debit key's first insert lands or finds it there and its later inserts do nothing;
+    every update then finds the rows it found in event order (no row of its attempt is
+    inserted after it), and the updates touch disjoint rows (one update per attempt), so
+    inserting first and updating per kind changes nothing."""
+    attempted = {(row[1], row[2]) for sql, row in statements if sql is _ATTEMPT}
+    inserted: set[tuple[Any, Any]] = set()
+    updated: set[tuple[Any, Any]] = set()
+    kinds: dict[str, list[tuple[Any, ...]]] = {_ESCALATE: [], _UNCERTAIN: [], _ANSWERED: []}
+    for sql, row in statements:
+        if sql is _ATTEMPT:
+            inserted.add((row[1], row[2]))
+            continue
+        attempt = (row[-2], row[-1])
+        if attempt in updated or (attempt in attempted and attempt not in inserted):
+            return False
+        updated.add(attempt)
+        kinds[sql].append(row)
+    writes: list[tuple[str, list[list[Any]]]] = []
+    inserts = first_per_key((row for sql, row in statements if sql is _ATTEMPT), itemgetter(0))
+    if inserts:
+        keys, rounds, attempts, amounts, currencies, at = columns(inserts)
+        writes.append((_ATTEMPT_UNNEST, [keys, rounds, attempts, amounts, currencies, floats(at)]))
+    for sql, unnest in (
+        (_ESCALATE, _ESCALATE_UNNEST),
+        (_UNCERTAIN, _UNCERTAIN_UNNEST),
+        (_ANSWERED, _ANSWERED_UNNEST),
+    ):
+        rows = kinds[sql]
+        if rows and sql is _ESCALATE:
+            writes.append((unnest, columns(rows)))
+        elif rows:
+            states, at, rounds, attempts = columns(rows)
+            writes.append((unnest, [states, floats(at), rounds, attempts]))
+    execute_in_order(cur, writes)
+    return True
 
 
 CREDIT_EVENTS = {
