@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, get, post
+from litestar import Request
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from api.errors import ERROR_RESPONSES
-from api.routes.common import PlayerController, S2SController, runtime_of, who
+from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.routes.upgrader import COUNTS_PLAYS, PlayerQuery, prizes_answer
 from api.runtime import Runtime
 from api.schemas_upgrader import (

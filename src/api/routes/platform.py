@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
 from api.auth import bearer_token, player_guard, strict_body
 from api.errors import ERROR_RESPONSES
-from api.routes.common import PLAYER_SECURITY, S2SController
+from api.routes.common import PLAYER_SECURITY, S2SController, get, post
 from api.schemas import (
     Box,
     Boxes,

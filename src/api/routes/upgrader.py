@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Request, get, post
+from litestar import Request
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.auth import PLAYS_OPT
 from api.errors import ERROR_RESPONSES
-from api.routes.common import PlayerController, S2SController, runtime_of, who
+from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.runtime import Runtime
 from api.schemas import UpgraderConfigWire
 from api.schemas_upgrader import (
