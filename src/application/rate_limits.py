@@ -187,6 +187,7 @@ class AsyncCounter:
         self.size = size
         self._idle: list[Any] = []
         self._slots: asyncio.Semaphore | None = None
+        self._closed = False  # a count still running at close() closes its connection
 
     async def run(self, sql: str, params: Sequence[Any], sweep: int | None) -> Sequence[Any]:
         import psycopg
@@ -210,7 +211,10 @@ class AsyncCounter:
             except BaseException:
                 await self._discard(conn)
                 raise
-            self._idle.append(conn)
+            if self._closed:
+                await self._discard(conn)
+            else:
+                self._idle.append(conn)
             return row
 
     async def _connection(self) -> Any:
@@ -241,6 +245,7 @@ class AsyncCounter:
                 await conn.close()
 
     async def close(self) -> None:
+        self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
             await self._discard(conn)
