@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 _RATE_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _CURRENCY_CODE = re.compile(r"[A-Z]{3}")
@@ -83,6 +84,7 @@ def round_half_even(x: Fraction) -> int:
     return floor if floor % 2 == 0 else floor + 1
 
 
+@lru_cache(maxsize=1024)  # currencies are immutable; a few per operator
 def _factor(base: Currency, target: Currency) -> Fraction:
     """Exact multiplier from base-currency minor units to target-currency minor units."""
     scale = Fraction(10) ** (target.exponent - base.exponent)

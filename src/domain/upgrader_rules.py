@@ -10,6 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from domain.money import Currency, reprice
 
@@ -92,6 +93,7 @@ def max_chance_bps(settings: UpgraderSettings) -> int:
     return max(0, limit)
 
 
+@lru_cache(maxsize=1024)  # immutable inputs; asked on every quote, play and prize read
 def derive_selector_config(
     settings: UpgraderSettings, base: Currency, currency: Currency
 ) -> SelectorConfig:
@@ -224,6 +226,9 @@ def select_prizes(
     return in_band[: max(limit, 0)]
 
 
+PRIZE_LOCALES_KEPT = 32
+
+
 class PriceIndex:
     """Eligible items sorted by their value in one currency, for band look-ups.
 
@@ -246,10 +251,32 @@ class PriceIndex:
         self.items = [item for _, _, item in priced]
         self.base = base
         self.currency = currency
+        # locale -> every item as a Prize, in index order (Prize is immutable). Bounded:
+        # a locale is whatever a request asks for; past the bound prizes are built anew.
+        self._prizes: dict[str | None, list[Prize]] = {}
 
     def select(self, band: Band, locale: str | None, limit: int) -> list[Prize]:
         """In-band items, highest value first, ties by ``item_id`` ascending, at most ``limit``."""
         low = bisect_left(self.values, band.lower_minor)
         high = bisect_right(self.values, band.upper_minor)
-        chosen = self.items[max(low, high - max(limit, 0)) : high][::-1]
-        return [prize_of(item, self.base, self.currency, locale) for item in chosen]
+        start = max(low, high - max(limit, 0))
+        prizes = self._prizes.get(locale)
+        if prizes is None:
+            if len(self._prizes) >= PRIZE_LOCALES_KEPT:
+                return self._prizes_of(locale, start, high)[::-1]
+            prizes = self._prizes[locale] = self._prizes_of(locale, 0, len(self.items))
+        return prizes[start:high][::-1]
+
+    def _prizes_of(self, locale: str | None, start: int, stop: int) -> list[Prize]:
+        """``prize_of`` for items ``start:stop``, with the value already repriced."""
+        code = self.currency.code
+        return [
+            Prize(
+                item_id=item.item_id,
+                name=localised_name(item.names, locale),
+                value_minor=value,
+                currency=code,
+                image_url=item.image_url,
+            )
+            for value, item in zip(self.values[start:stop], self.items[start:stop], strict=True)
+        ]

@@ -7,6 +7,7 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain import upgrader_rules
 from domain.money import Currency
 from domain.upgrader_rules import Band, CatalogItem, PriceIndex, select_prizes
 
@@ -17,7 +18,7 @@ JPY = Currency(code="JPY", rate=Fraction(1625, 10), exponent=0)
 items = st.builds(
     CatalogItem,
     item_id=st.integers(1, 60),
-    names=st.just((("en", "x"),)),
+    names=st.sampled_from([(("en", "x"),), (("en", "x"), ("de", "y")), (("fr", "z"),)]),
     value_minor=st.integers(0, 5000),
     image_url=st.none(),
     active=st.booleans(),
@@ -50,3 +51,36 @@ def test_ties_are_broken_by_item_id_ascending_under_the_limit() -> None:
     ]
     index = PriceIndex(catalog, EUR, EUR)
     assert [p.item_id for p in index.select(Band(100, 100), None, 3)] == [1, 3, 5]
+
+
+@given(
+    catalog=st.lists(items, max_size=40, unique_by=lambda item: item.item_id),
+    currency=st.sampled_from([EUR, USD, JPY]),
+    asks=st.lists(
+        st.tuples(
+            st.integers(0, 600_000),
+            st.integers(0, 600_000),
+            st.sampled_from(["en", "de", "fr", "pt", None]),
+            st.integers(0, 30),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_one_index_answers_many_asks_in_many_locales_like_the_reference(
+    catalog, currency, asks
+) -> None:
+    """The index keeps each locale's prizes once built: later asks, in the same or another
+    locale, past the bound of kept locales or not, still answer like the reference."""
+    index = PriceIndex(catalog, EUR, currency)
+    kept = upgrader_rules.PRIZE_LOCALES_KEPT
+    try:
+        upgrader_rules.PRIZE_LOCALES_KEPT = 2  # "pt" and the rest go past the bound
+        for lower, width, locale, limit in asks:
+            band = Band(lower_minor=lower, upper_minor=lower + width)
+            assert index.select(band, locale, limit) == select_prizes(
+                catalog, band, EUR, currency, locale, limit
+            )
+    finally:
+        upgrader_rules.PRIZE_LOCALES_KEPT = kept
+    assert len(index._prizes) <= 2
