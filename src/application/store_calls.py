@@ -41,54 +41,118 @@ _down_until = 0.0
 _probe: Callable[[], bool] = lambda: True  # noqa: E731 - replaced by the platform
 
 
-class StoreThreads:
-    """A fixed set of daemon threads running store calls for one event loop or more.
+_QUEUED, _RUNNING, _ABANDONED, _DONE = range(4)
 
-    Threads start on demand, up to ``size``; an idle thread waits on the queue, so a
-    burst wakes as many as there are jobs. Daemon threads: an abandoned call stuck on a
+
+class _Job:
+    __slots__ = ("args", "fn", "future", "loop", "state")
+
+    def __init__(self, loop: Any, future: Any, fn: Callable[..., Any], args: tuple) -> None:
+        self.loop = loop
+        self.future = future
+        self.fn = fn
+        self.args = args
+        self.state = _QUEUED
+
+
+class StoreThreads:
+    """Daemon threads running store calls for one event loop or more.
+
+    Threads start on demand, up to ``size`` at work at once; an idle thread waits on the
+    queue, so a burst wakes as many as there are jobs. A call whose caller stops waiting
+    (deadline, cancellation) is abandoned: its thread stops counting towards ``size`` at
+    once, so later calls are not held up by it (a stalled database must not fill the
+    set), and ends when the call returns. Daemon threads: an abandoned call stuck on a
     dead database never holds up the process's exit."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._started = 0
-        self._idle = 0
+        self._started = 0  # threads counting towards size
+        self._idle = 0  # threads waiting minus queued jobs no thread has taken yet
 
     def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(loop, loop.create_future(), fn, args)
         with self._lock:
-            # _idle: threads waiting minus jobs queued that no thread has yet
             start = self._idle <= 0 and self._started < self.size
             if start:
                 self._started += 1  # the new thread is this job's
             else:
                 self._idle -= 1
-        self._jobs.put((loop, future, fn, args))
         if start:
+            self._spawn(idle_if_failed=0)
+        self._jobs.put(job)
+        job.future.add_done_callback(lambda _, job=job: self._gave_up(job))
+        return job.future
+
+    def _spawn(self, *, idle_if_failed: int) -> None:
+        try:
             threading.Thread(target=self._work, name="store call", daemon=True).start()
-        return future
+        except BaseException:  # no thread to be had: undo the count, the caller hears
+            with self._lock:
+                self._started -= 1
+                self._idle -= idle_if_failed
+            raise
+
+    def _gave_up(self, job: _Job) -> None:
+        """On the loop, once the job's future is done: if its caller gave up while it
+        ran, its thread no longer counts, and a queued job gets a thread now."""
+        if not job.future.cancelled():
+            return
+        with self._lock:
+            if job.state != _RUNNING:
+                return  # not started: the thread that takes it skips it
+            job.state = _ABANDONED
+            self._started -= 1
+            start = self._idle < 0 and self._started < self.size
+            if start:
+                self._started += 1
+                self._idle += 1  # the new thread takes one of the queued jobs
+        if start:
+            with contextlib.suppress(Exception):  # the queued jobs wait for a thread
+                self._spawn(idle_if_failed=1)
+
+    def stop(self) -> None:
+        """Let every thread end once the jobs queued before now are done."""
+        with self._lock:
+            count = self._started
+        for _ in range(count):
+            self._jobs.put(None)
 
     def _work(self) -> None:
         jobs = self._jobs
+        lock = self._lock
         while True:
             job = jobs.get()
-            _run(*job)
-            del job  # nothing kept alive while idle
-            with self._lock:
+            if job is None:
+                return
+            with lock:
+                run = not job.future.cancelled()  # else the caller gave up before it started
+                if run:
+                    job.state = _RUNNING
+            if run:
+                _run(job)
+            with lock:
+                if job.state == _ABANDONED:
+                    return  # another thread has taken this one's place
+                job.state = _DONE
                 self._idle += 1
+            del job  # nothing kept alive while idle
 
 
-def _run(loop: Any, future: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    if future.cancelled():  # the caller gave up before the call started
-        return
+def _run(job: _Job) -> None:
     try:
-        value = fn(*args)
+        value = job.fn(*job.args)
     except BaseException as exc:  # handed to the caller
-        _answer(loop, future, exc, failed=True)
+        if isinstance(exc, StopIteration):  # a Future refuses it (as anyio does)
+            wrapped = RuntimeError("a store call raised StopIteration")
+            wrapped.__cause__ = exc
+            exc = wrapped
+        _answer(job.loop, job.future, exc, failed=True)
     else:
-        _answer(loop, future, value, failed=False)
+        _answer(job.loop, job.future, value, failed=False)
 
 
 def _answer(loop: Any, future: Any, value: Any, *, failed: bool) -> None:
@@ -109,10 +173,13 @@ _threads = StoreThreads(40)  # anyio's default; the API sets it from the pool si
 
 def set_threads(size: int) -> None:
     """How many store calls may run at once (the event store's connections on
-    PostgreSQL: more would only queue for a connection and contend for the GIL)."""
+    PostgreSQL: more would only queue for a connection and contend for the GIL). The
+    API's other thread work (Litestar's sync handlers: the game page and its static
+    files) keeps anyio's threads; none of it uses the store."""
     global _threads
-    if size != _threads.size:  # idle threads of the old set wait on, harmlessly
-        _threads = StoreThreads(size)
+    if size != _threads.size:
+        old, _threads = _threads, StoreThreads(size)
+        old.stop()
 
 
 def set_probe(probe: Callable[[], bool]) -> None:
@@ -122,17 +189,21 @@ def set_probe(probe: Callable[[], bool]) -> None:
 
 
 async def in_store(fn: Callable[..., T], *args: Any) -> T:
-    global _down_until
     if time.monotonic() < _down_until:
         raise StoreUnavailable("the store did not answer a moment ago")
     try:
         async with asyncio.timeout(STORE_DEADLINE_SECONDS):
             return await _threads.submit(fn, args)
     except TimeoutError:
-        if not await _threads.submit(_probe, ()):
-            _down_until = time.monotonic() + BREAKER_SECONDS
+        await _trip_if_down()
         raise StoreUnavailable("a store call exceeded its deadline") from None
     except StoreUnavailable:
-        if not await _threads.submit(_probe, ()):
-            _down_until = time.monotonic() + BREAKER_SECONDS
+        await _trip_if_down()
         raise
+
+
+async def _trip_if_down() -> None:
+    """The probe, on asyncio's default executor: never queued behind store calls."""
+    global _down_until
+    if not await asyncio.to_thread(_probe):
+        _down_until = time.monotonic() + BREAKER_SECONDS

@@ -85,3 +85,76 @@ async def test_a_call_given_up_before_it_started_never_runs() -> None:
     assert await first is True
     assert await threads.submit(ran.append, ("third",)) is None
     assert ran == ["third"]
+
+
+async def test_abandoned_calls_give_their_place_to_the_next_ones() -> None:
+    """A stalled store must not fill the set: once their callers gave up, two stuck calls
+    no longer hold the two threads, and the next call runs at once (and at most two calls
+    whose callers still wait run at a time)."""
+    threads = StoreThreads(2)
+    release = threading.Event()
+    for _ in range(2):
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):
+                await threads.submit(release.wait, (5.0,))
+    started = time.monotonic()
+    assert await threads.submit(lambda: "next", ()) == "next"
+    assert time.monotonic() - started < 0.5
+
+    lock = threading.Lock()
+    running = most = 0
+
+    def call() -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.02)
+        with lock:
+            running -= 1
+
+    await asyncio.gather(*(threads.submit(call, ()) for _ in range(8)))
+    assert most == 2
+    release.set()
+
+
+async def test_the_deadline_holds_while_every_thread_is_stuck(monkeypatch) -> None:
+    """Two requests whose store calls hang each answer 503 at their deadline, the probe
+    included (it does not queue behind the stuck calls), and the calls after them run."""
+    monkeypatch.setattr(store_calls, "_threads", StoreThreads(2))
+    monkeypatch.setattr(store_calls, "STORE_DEADLINE_SECONDS", 0.1)
+    monkeypatch.setattr(store_calls, "_probe", lambda: True)  # slow, not down: no breaker
+    release = threading.Event()
+
+    async def timed() -> float:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="exceeded its deadline"):
+            await store_calls.in_store(release.wait, 5.0)
+        return time.monotonic() - started
+
+    waits = await asyncio.gather(timed(), timed())
+    assert all(wait < 0.5 for wait in waits), waits
+    assert await store_calls.in_store(lambda: 3) == 3
+    release.set()
+
+
+async def test_stop_iteration_reaches_the_caller_as_an_error_at_once() -> None:
+    threads = StoreThreads(1)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        async with asyncio.timeout(2.0):  # a future that never resolves fails, not hangs
+            await threads.submit(next, (iter(()),))
+    assert time.monotonic() - started < 0.5
+
+
+async def test_stop_ends_the_threads_once_their_jobs_are_done() -> None:
+    threads = StoreThreads(3)
+    gate = threading.Barrier(3, timeout=2.0)
+    workers = await asyncio.gather(
+        *(threads.submit(lambda: (gate.wait(), threading.current_thread())[1], ()) for _ in "abc")
+    )
+    assert len(set(workers)) == 3
+    threads.stop()
+    for worker in workers:
+        await asyncio.to_thread(worker.join, 2.0)
+    assert [worker.is_alive() for worker in workers] == [False, False, False]
