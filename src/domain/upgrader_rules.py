@@ -226,9 +226,6 @@ def select_prizes(
     return in_band[: max(limit, 0)]
 
 
-PRIZE_LOCALES_KEPT = 32
-
-
 class PriceIndex:
     """Eligible items sorted by their value in one currency, for band look-ups.
 
@@ -251,20 +248,24 @@ class PriceIndex:
         self.items = [item for _, _, item in priced]
         self.base = base
         self.currency = currency
-        # locale -> every item as a Prize, in index order (Prize is immutable). Bounded:
-        # a locale is whatever a request asks for; past the bound prizes are built anew.
+        # every item as a Prize, in index order (Prize is immutable), for no locale and
+        # for each locale the catalogue names (normalised): a bounded set, whatever the
+        # requests ask for. Any other locale string builds just the slice it is sent.
         self._prizes: dict[str | None, list[Prize]] = {}
+        self._locales = {_norm(loc) for item in self.items for loc, _ in item.names}
 
     def select(self, band: Band, locale: str | None, limit: int) -> list[Prize]:
         """In-band items, highest value first, ties by ``item_id`` ascending, at most ``limit``."""
         low = bisect_left(self.values, band.lower_minor)
         high = bisect_right(self.values, band.upper_minor)
         start = max(low, high - max(limit, 0))
-        prizes = self._prizes.get(locale)
+        key = None if locale is None else _norm(locale)
+        prizes = self._prizes.get(key)
         if prizes is None:
-            if len(self._prizes) >= PRIZE_LOCALES_KEPT:
+            if key is not None and key not in self._locales:
                 return self._prizes_of(locale, start, high)[::-1]
-            prizes = self._prizes[locale] = self._prizes_of(locale, 0, len(self.items))
+            # localised_name normalises the locale itself, so the key names the same
+            prizes = self._prizes[key] = self._prizes_of(key, 0, len(self.items))
         return prizes[start:high][::-1]
 
     def _prizes_of(self, locale: str | None, start: int, stop: int) -> list[Prize]:
