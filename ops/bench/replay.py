@@ -39,9 +39,9 @@ from application.clock import ManualClock  # noqa: E402
 from application.config import parse_config  # noqa: E402
 from application.opening import round_opening  # noqa: E402
 from application.platform import Platform  # noqa: E402
-from application.settlement import _grant  # noqa: E402
+from application.settlement import _grant, settlement_record  # noqa: E402
 from application.upgrader import check_target, quote  # noqa: E402
-from domain.fairness import ALGORITHM_KEY, is_win, roll, seed_hash  # noqa: E402
+from domain.fairness import is_win, roll, seed_hash  # noqa: E402
 from domain.ids import round_id  # noqa: E402
 from domain.money import reprice  # noqa: E402
 from domain.player_fairness import PlayerFairness  # noqa: E402
@@ -192,21 +192,7 @@ class RoundMaker:
         won_item = granted = None
         if won:
             granted, won_item = _grant(opening, rid, now)
-        settlement = {
-            "server_seed_hash": pair.server_seed_hash,
-            "client_seed": pair.client_seed,
-            "nonce": nonce,
-            "algorithm_key": ALGORITHM_KEY,
-            "rolled_bps": rolled,
-            "is_win": won,
-            "payout_minor": opening["target"]["value_minor"] if won else 0,
-            "nuggets_minor": 0,
-            "stake_counted_minor": opening["wager_minor"],
-            "stake_uncredited": None,
-            "won_item": won_item,
-            "balance_after_minor": None,
-            "settled_at": now,
-        }
+        settlement = settlement_record(opening, pair, nonce, rolled, won_item, None, now)
         debit = {
             "attempt": attempt,
             "idempotency_key": key,

@@ -92,6 +92,36 @@ def _grant(opening: dict[str, Any], round_uuid: UUID, at: float) -> tuple[Invent
     return item, won
 
 
+def settlement_record(
+    opening: dict[str, Any],
+    pair: Any,
+    nonce: int,
+    rolled: int,
+    won_item: dict[str, Any] | None,
+    balance_after_minor: int | None,
+    now: float,
+) -> dict[str, Any]:
+    """The ``RoundSettled`` record of a round rolled ``rolled`` with ``pair``'s seeds at
+    ``nonce`` (the event's shape; the audit re-derives every field of it)."""
+    won = is_win(rolled, opening["chance_bps"])
+    lost_with_nuggets = opening["no_loss"] and not won
+    return {
+        "server_seed_hash": pair.server_seed_hash,
+        "client_seed": pair.client_seed,
+        "nonce": nonce,
+        "algorithm_key": ALGORITHM_KEY,
+        "rolled_bps": rolled,
+        "is_win": won,
+        "payout_minor": opening["target"]["value_minor"] if won else 0,
+        "nuggets_minor": opening["wager_minor"] if lost_with_nuggets else 0,
+        "stake_counted_minor": opening.get("stake_counted_minor", opening["wager_minor"]),
+        "stake_uncredited": opening.get("stake_uncredited"),
+        "won_item": won_item,
+        "balance_after_minor": balance_after_minor,
+        "settled_at": now,
+    }
+
+
 def settle_round(
     platform: Platform,
     fairness: FairnessService,
@@ -125,22 +155,15 @@ def settle_round(
         if won_round:
             item, won_item = _grant(opening, rid, now)
             aggregates.append(item)
-        lost_with_nuggets = opening["no_loss"] and not won_round
-        settlement = {
-            "server_seed_hash": pair.server_seed_hash,
-            "client_seed": pair.client_seed,
-            "nonce": nonce,
-            "algorithm_key": ALGORITHM_KEY,
-            "rolled_bps": rolled,
-            "is_win": won_round,
-            "payout_minor": opening["target"]["value_minor"] if won_round else 0,
-            "nuggets_minor": opening["wager_minor"] if lost_with_nuggets else 0,
-            "stake_counted_minor": opening.get("stake_counted_minor", opening["wager_minor"]),
-            "stake_uncredited": opening.get("stake_uncredited"),
-            "won_item": won_item,
-            "balance_after_minor": debit["balance_after_minor"] if debit else None,
-            "settled_at": now,
-        }
+        settlement = settlement_record(
+            opening,
+            pair,
+            nonce,
+            rolled,
+            won_item,
+            debit["balance_after_minor"] if debit else None,
+            now,
+        )
         if debit is not None:
             round_.settle(debit, settlement)
         else:
