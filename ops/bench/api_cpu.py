@@ -47,6 +47,7 @@ from ops.bench.load import (
     percentile,
     process_cpu,
     start_stack,
+    stop_stack,
     summarise_collapsed,
     with_schema,
 )
@@ -97,19 +98,7 @@ class ApiBench:
         self.api_pids, _ = find_processes(stack.server, self.args.workers)
 
     def teardown(self) -> None:
-        import psycopg
-
-        for child in (self.server, self.operator):
-            if child is not None:
-                try:
-                    child.stop()
-                except Exception as exc:
-                    print(f"api_cpu: stopping {child.name}: {exc}", file=sys.stderr)
-        try:
-            with psycopg.connect(conninfo_of(self.args.database_url), autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
-        except Exception as exc:
-            print(f"api_cpu: dropping schema {self.schema}: {exc}", file=sys.stderr)
+        stop_stack("api_cpu", (self.server, self.operator), self.args.database_url, self.schema)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- requests ------------------------------------------------------------------------

@@ -177,6 +177,24 @@ def with_schema(database_url: str, schema: str) -> str:
     return f"{base}?schema={schema}"
 
 
+def stop_stack(who: str, children: Any, database_url: str, schema: str | None) -> None:
+    """Stop the processes a bench started and drop its schema; say what failed, go on."""
+    import psycopg
+
+    for child in children:
+        if child is not None:
+            try:
+                child.stop()
+            except Exception as exc:
+                print(f"{who}: stopping {child.name}: {exc}", file=sys.stderr)
+    if schema:
+        try:
+            with psycopg.connect(conninfo_of(database_url), autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        except Exception as exc:
+            print(f"{who}: dropping schema {schema}: {exc}", file=sys.stderr)
+
+
 def conninfo_of(database_url: str, dbname: str | None = None) -> str:
     from psycopg.conninfo import make_conninfo
 
@@ -1067,20 +1085,7 @@ class Bench:
         self.api_pids, self.background_pid = find_processes(stack.server, args.workers)
 
     def teardown(self) -> None:
-        import psycopg
-
-        for child in (self.server, self.operator):
-            if child is not None:
-                try:
-                    child.stop()
-                except Exception as exc:
-                    print(f"bench: stopping {child.name}: {exc}", file=sys.stderr)
-        if self.schema:
-            try:
-                with psycopg.connect(conninfo_of(self.args.database_url), autocommit=True) as conn:
-                    conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
-            except Exception as exc:
-                print(f"bench: dropping schema {self.schema}: {exc}", file=sys.stderr)
+        stop_stack("bench", (self.server, self.operator), self.args.database_url, self.schema)
         if self.workdir is not None and not self.args.keep_logs:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
