@@ -59,6 +59,7 @@ from ops.bench.load import (
 )
 
 STAGES = ("http", "commit", "wallet", "play")
+SERVERS = ("uvicorn", "granian")
 APP_NAME = "upgrader-floor"
 TABLE = "floor_log"
 INSERT = f"INSERT INTO {TABLE} (round_id, kind, body) VALUES ($1, $2, $3)"  # noqa: S608
@@ -199,7 +200,24 @@ def server_main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="ops.bench.floor server")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--server", choices=SERVERS, default="uvicorn")
     args = parser.parse_args(argv)
+    if args.server == "granian":
+        from granian import Granian
+        from granian.constants import Interfaces, Loops
+
+        Granian(
+            "ops.bench.floor:create",
+            address="127.0.0.1",
+            port=args.port,
+            interface=Interfaces.ASGI,
+            workers=args.workers,
+            loop=Loops.uvloop,
+            factory=True,
+            log_access=False,
+            backlog=2048,
+        ).serve()
+        return
     uvicorn.run(
         "ops.bench.floor:create",
         factory=True,
@@ -282,6 +300,7 @@ def run_stage(args: argparse.Namespace, stage: str, workdir: Path) -> dict[str, 
             [
                 *(sys.executable, "-m", "ops.bench.floor", "server"),
                 *("--port", str(api_port), "--workers", str(args.workers)),
+                *("--server", args.server),
             ],
             child_env(env),
             workdir / f"floor-{stage}.log",
@@ -386,6 +405,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--pool", type=int, default=8, help="connections per server process")
     parser.add_argument("--stages", default=",".join(STAGES))
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="uvicorn",
+        help="the HTTP server (granian: pip install granian; default uvicorn, the platform's)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     return parser.parse_args(argv)
 
