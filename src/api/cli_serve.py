@@ -113,7 +113,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def server_settings() -> dict[str, Any]:
     """uvicorn's request path: uvloop and httptools (``uvicorn[standard]``) named rather
-    than found by "auto" (which quietly falls back to asyncio and h11), no access log
+    than found by "auto" (which quietly falls back to asyncio and h11), httptools with a
+    response's writes joined into one send (``api/http_protocol.py``), no access log
     line per request, no ``lifespan`` guessing; h11/asyncio only if they are missing."""
     import importlib.util
 
@@ -121,7 +122,9 @@ def server_settings() -> dict[str, Any]:
     if importlib.util.find_spec("uvloop") is not None:
         settings["loop"] = "uvloop"
     if importlib.util.find_spec("httptools") is not None:
-        settings["http"] = "httptools"
+        from api.http_protocol import JoinedWritesProtocol
+
+        settings["http"] = JoinedWritesProtocol  # httptools, one send per response
     return settings
 
 

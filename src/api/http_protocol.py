@@ -1,0 +1,76 @@
+"""uvicorn's httptools protocol, with a response's writes sent as one.
+
+uvicorn writes a response's status line and headers, then its body, as two calls of
+``transport.write``, and uvloop sends each at once: two ``send`` system calls per
+response. On loopback (and in a VM) a ``send`` is expensive: the kernel runs the
+receiver's side of TCP inside it. Here the writes made in one turn of the event loop are
+joined and sent at the end of that turn, so a response whose headers and body are sent
+back to back (every response of this API) costs one ``send``.
+
+Nothing else changes: flow control (pause/resume writing) is still the real
+transport's, and once 64 KiB are pending they are sent at once (a large body is not held
+back); a ``close`` sends what is pending first, an ``abort`` drops it as the real
+transport would. On 2 cores this saved about 20 µs of server CPU per response and one
+segment for the client to read (docs/performance.md, the fourth round).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+FLUSH_BYTES = 64 * 1024  # pending bytes that are sent at once rather than at the turn's end
+
+
+class _JoinedWrites:
+    """A transport whose writes within one event-loop turn leave as one write."""
+
+    __slots__ = ("_loop", "_pending", "_size", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] | None = None
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        if self._pending is None:
+            self._pending = [data]
+            self._size = len(data)
+            self._loop.call_soon(self._flush)
+        else:
+            self._pending.append(data)
+            self._size += len(data)
+        if self._size >= FLUSH_BYTES:  # a large body goes now, under the real flow control
+            self._flush()
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending and not self._transport.is_closing():
+            self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending = None
+        self._transport.abort()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + (self._size if self._pending else 0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class JoinedWritesProtocol(HttpToolsProtocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.transport = _JoinedWrites(transport, self.loop)  # type: ignore[assignment]
