@@ -36,6 +36,10 @@ class _JoinedWrites:
         self._size = 0
 
     def write(self, data: bytes) -> None:
+        if type(data) is not bytes:
+            # what the real transport refuses fails here, in the sender's ``send``, as
+            # before; a bytearray or memoryview is copied now, not read a turn later
+            data = memoryview(data).tobytes()
         if self._pending is None:
             self._pending = [data]
             self._size = len(data)
@@ -56,8 +60,10 @@ class _JoinedWrites:
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
     def close(self) -> None:
-        self._flush()
-        self._transport.close()
+        try:
+            self._flush()
+        finally:
+            self._transport.close()
 
     def abort(self) -> None:
         self._pending = None

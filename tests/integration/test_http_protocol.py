@@ -24,11 +24,22 @@ from api.http_protocol import FLUSH_BYTES, JoinedWritesProtocol
 SMALL = b'{"ok":true}'
 CHUNK = bytes(range(256)) * 400  # 102,400 bytes, above FLUSH_BYTES
 CHUNKS = 5
+# many small numbered pieces sent back to back: joined, flushed at FLUSH_BYTES, and
+# (to a slow reader) held back by the real transport's flow control
+PIECES = [n.to_bytes(4, "big") * 256 for n in range(4096)]  # 1 KiB each, 4 MiB in all
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     assert scope["type"] == "http"
     await receive()
+    if scope["path"] == "/pieces":
+        length = sum(len(piece) for piece in PIECES)
+        headers = [(b"content-length", str(length).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for n, piece in enumerate(PIECES):
+            body = {"type": "http.response.body", "body": piece, "more_body": n < len(PIECES) - 1}
+            await send(body)
+        return
     if scope["path"] == "/stream":
         length = len(CHUNK) * CHUNKS
         headers = [(b"content-length", str(length).encode())]
@@ -97,8 +108,9 @@ def joined() -> Iterator[int]:
 
 
 def exchange(sock: socket.socket, request: bytes) -> tuple[bytes, bytes]:
-    """Send one request and read one response whole: (head, body)."""
-    sock.sendall(request)
+    """Send one request (none when empty) and read one response whole: (head, body)."""
+    if request:
+        sock.sendall(request)
     data = b""
     while b"\r\n\r\n" not in data:
         more = sock.recv(65536)
@@ -131,7 +143,7 @@ def test_a_response_is_one_write_where_httptools_makes_two(
 ) -> None:
     COUNTERS.clear()
     for port in serve(counting(base)):
-        with socket.create_connection(("127.0.0.1", port)) as sock:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             for _ in range(10):
                 head, body = exchange(sock, get("/small"))
                 assert head.startswith(b"HTTP/1.1 200 OK")
@@ -144,7 +156,7 @@ def test_a_response_is_one_write_where_httptools_makes_two(
 
 
 def test_keep_alive_serves_many_requests_on_one_connection(joined: int) -> None:
-    with socket.create_connection(("127.0.0.1", joined)) as sock:
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
         answers = [exchange(sock, get("/small")) for _ in range(50)]
     assert all(head.startswith(b"HTTP/1.1 200 OK") for head, _ in answers)
     assert [body for _, body in answers] == [SMALL] * 50
@@ -152,7 +164,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(joined: int) -> None:
 
 def test_a_large_streamed_body_arrives_whole(joined: int) -> None:
     assert len(CHUNK) > FLUSH_BYTES
-    with socket.create_connection(("127.0.0.1", joined)) as sock:
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
         head, body = exchange(sock, get("/stream"))
         assert head.startswith(b"HTTP/1.1 200 OK")
         assert body == CHUNK * CHUNKS
@@ -160,8 +172,33 @@ def test_a_large_streamed_body_arrives_whole(joined: int) -> None:
         assert after == SMALL
 
 
+class _PauseCounting(JoinedWritesProtocol):
+    pauses = 0
+
+    def pause_writing(self) -> None:
+        _PauseCounting.pauses += 1
+        super().pause_writing()
+
+
+def test_small_pieces_to_a_slow_reader_arrive_in_order_under_flow_control() -> None:
+    _PauseCounting.pauses = 0
+    for port in serve(_PauseCounting):
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            sock.settimeout(10)
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(get("/pieces"))
+            time.sleep(0.3)  # the server writes far more than the socket buffers hold
+            head, body = exchange(sock, b"")
+            assert head.startswith(b"HTTP/1.1 200 OK")
+            assert body == b"".join(PIECES)
+            _, after = exchange(sock, get("/small"))
+            assert after == SMALL
+    assert _PauseCounting.pauses >= 1
+
+
 def test_connection_close_gets_the_whole_answer_before_the_close(joined: int) -> None:
-    with socket.create_connection(("127.0.0.1", joined)) as sock:
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
         sock.sendall(get("/small", "connection: close\r\n"))
         data = b""
         while more := sock.recv(65536):
@@ -173,7 +210,7 @@ def test_connection_close_gets_the_whole_answer_before_the_close(joined: int) ->
 
 
 def test_head_gets_the_head_alone(joined: int) -> None:
-    with socket.create_connection(("127.0.0.1", joined)) as sock:
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
         head, body = exchange(sock, get("/small", method="HEAD"))
         assert head.startswith(b"HTTP/1.1 200 OK")
         assert body == b""
@@ -182,7 +219,7 @@ def test_head_gets_the_head_alone(joined: int) -> None:
 
 
 def test_a_malformed_request_gets_400_and_the_connection_closes(joined: int) -> None:
-    with socket.create_connection(("127.0.0.1", joined)) as sock:
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
         sock.sendall(b"NOT A REQUEST\r\n\r\n")
         data = b""
         while more := sock.recv(65536):
@@ -194,6 +231,32 @@ def test_the_api_serves_with_it() -> None:
     settings = server_settings()
     assert settings["http"] is JoinedWritesProtocol
     assert settings["loop"] == "uvloop"
+
+
+def test_a_body_the_transport_refuses_fails_at_once_and_a_bytearray_is_copied() -> None:
+    async def main() -> bytes:
+        loop = asyncio.get_running_loop()
+        left, right = socket.socketpair()
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, left)
+        from api.http_protocol import _JoinedWrites
+
+        joined = _JoinedWrites(transport, loop)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            joined.write("text")  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            joined.write(5)  # type: ignore[arg-type]
+        buffer = bytearray(b"xyz")
+        joined.write(buffer)
+        buffer[:] = b"---"  # changed after the write: what was written was its old content
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        right.setblocking(False)
+        received = right.recv(100)
+        joined.close()
+        right.close()
+        return received
+
+    assert asyncio.run(main()) == b"xyz"
 
 
 def test_pending_bytes_count_in_the_write_buffer_size() -> None:
