@@ -3,7 +3,7 @@
 ``.venv/bin/python -m ops.bench.floor`` runs the load bench's own load generator and
 reference operator (wallet) against a bare ASGI app under the platform's server settings
 (uvicorn, uvloop, httptools, ``--workers`` processes) that does only what issue 8 names
-as a play's minimum, in three stages, each a closed-loop phase of ``--duration`` s at
+as a play's minimum, in four stages, each a closed-loop phase of ``--duration`` s at
 ``--concurrency``:
 
 1. ``http``: a signed S2S request is verified (HMAC-SHA256 over the canonical string)
@@ -34,6 +34,7 @@ import hmac
 import json
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import time
@@ -54,6 +55,7 @@ from ops.bench.load import (
     conninfo_of,
     free_port,
     new_loop,
+    sign,
     stop_stack,
     wait_http,
 )
@@ -268,16 +270,16 @@ def run_stage(args: argparse.Namespace, stage: str, workdir: Path) -> dict[str, 
 
     secret, outbound = secrets.token_hex(16), secrets.token_hex(16)
     schema = f"floor_{secrets.token_hex(4)}"
-    with psycopg.connect(conninfo_of(args.database_url), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        conn.execute(
-            f'CREATE TABLE "{schema}".{TABLE} (id BIGSERIAL PRIMARY KEY, '
-            "round_id TEXT NOT NULL, kind TEXT NOT NULL, body BYTEA NOT NULL)"
-        )
     wallet_port, api_port = free_port(), free_port()
     wallet_base, base_url = f"http://127.0.0.1:{wallet_port}", f"http://127.0.0.1:{api_port}"
     operator = server = None
     try:
+        with psycopg.connect(conninfo_of(args.database_url), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+            conn.execute(
+                f'CREATE TABLE "{schema}".{TABLE} (id BIGSERIAL PRIMARY KEY, '
+                "round_id TEXT NOT NULL, kind TEXT NOT NULL, body BYTEA NOT NULL)"
+            )
         operator = Child(
             "operator",
             [
@@ -307,9 +309,11 @@ def run_stage(args: argparse.Namespace, stage: str, workdir: Path) -> dict[str, 
         ).start()
         wait_http(f"{wallet_base}/healthz", operator, None)
         wait_http(f"{base_url}/api/s2s/health", server, secret)
+        refused = bad_signature_status(base_url)
         meter = CpuMeter(conninfo_of(args.database_url), APP_NAME)
+        server_pids = {server.pid} | {pid for pid, _ in descendants_of(server.pid)}
         meter.groups = {
-            "server": [server.pid] + [pid for pid, _ in descendants_of(server.pid)],
+            "server": sorted(server_pids),
             "operator": [operator.pid],
             "client": [os.getpid()],
         }
@@ -320,6 +324,9 @@ def run_stage(args: argparse.Namespace, stage: str, workdir: Path) -> dict[str, 
         finally:
             loop.close()
             meter.close()
+        now = {server.pid} | {pid for pid, _ in descendants_of(server.pid)}
+        if now != server_pids:  # a worker died or was replaced: its CPU is not all counted
+            print(f"floor: {stage}: server processes changed during the stage", file=sys.stderr)
         debits = wallet_debits(wallet_base)
         with psycopg.connect(conninfo_of(args.database_url), autocommit=True) as conn:
             count = f'SELECT count(*) FROM "{schema}".{TABLE}'  # noqa: S608 - our names
@@ -331,9 +338,27 @@ def run_stage(args: argparse.Namespace, stage: str, workdir: Path) -> dict[str, 
             "warmup_errors": dict(warmup.errors),
             "rows": rows,
             "wallet_debits": debits,
+            "bad_signature_status": refused,
         }
     finally:
         stop_stack("floor", [server, operator], args.database_url, schema)
+
+
+def bad_signature_status(base_url: str) -> int:
+    """The status a play signed with the wrong secret gets (the app must say 401)."""
+    import urllib.error
+    import urllib.request
+
+    body = b'{"playerExternalId":"x","clientActionId":"x","wagerMinor":1,"chanceBps":1}'
+    headers = sign(b"not-the-secret", "POST", "/api/s2s/upgrader/play", body)
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{base_url}/api/s2s/upgrader/play", data=body, headers=headers, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
 
 
 def wallet_debits(wallet_base: str) -> int:
@@ -422,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         server_main(argv[1:])
         return 0
     args = parse_args(argv)
+    # SIGTERM (a test's timeout, say) unwinds like Ctrl-C: the finally blocks stop the
+    # processes this bench started and drop its schema
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stages = [s for s in args.stages.split(",") if s]
     unknown = sorted(set(stages) - set(STAGES))
     if unknown:
