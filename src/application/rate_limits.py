@@ -14,6 +14,15 @@ of the limiter's own with server-side prepared statements: one round trip, no th
 hand-off, no pool pre-ping, no BEGIN/COMMIT. Elsewhere (SQLite, or before the API
 starts the async counter) the chain runs in one transaction through ``SqlDatabase``.
 
+Single hits (a read counts its key alone) are batched on that path: while one batch's
+statement runs, the single hits that arrive queue, and the next statement adds them all,
+``hits + n`` per (bucket, window) ``RETURNING`` the total, so the i-th of a bucket's n
+hits gets ``total - n + i``: exactly the counts that n statements one after another
+give (refused hits count too). The rows of a batch are locked in (bucket, window)
+order, and a batch holds no player bucket, so it cannot deadlock with another batch or
+with a chain (which locks its key or session bucket, then its player bucket). Chains of
+two or more buckets run as one statement each, as before.
+
 Windows older than a minute are swept at most once every ``SWEEP_SECONDS`` per process.
 """
 
@@ -51,6 +60,16 @@ _UPSERT = (
     "SET hits = rate_counters.hits + 1 RETURNING hits"
 )
 _SWEEP = "DELETE FROM rate_counters WHERE window_start < ?"
+
+# Parameters: windows, buckets, hits per row; one row per distinct (bucket, window).
+SINGLES_SQL = (
+    "INSERT INTO rate_counters AS c (bucket, window_start, hits) "
+    "SELECT b, w, n FROM unnest($1::bigint[], $2::text[], $3::int[]) AS t(w, b, n) "
+    "ORDER BY b, w "
+    "ON CONFLICT (bucket, window_start) DO UPDATE SET hits = c.hits + EXCLUDED.hits "
+    "RETURNING c.bucket, c.window_start, c.hits"
+)
+BATCH_MAX = 256  # single hits per statement
 
 
 def rate_limited(retry_after: int, what: str) -> PlatformError:
@@ -105,6 +124,7 @@ class RateLimiter:
         self.clock = clock
         self._next_sweep = 0
         self._counter: AsyncCounter | None = None
+        self._singles: _Singles | None = None
 
     def hit(self, bucket: str, limit: int, what: str) -> None:
         """Count one hit; RATE_LIMITED (429) when ``bucket`` is over ``limit`` per second."""
@@ -140,9 +160,11 @@ class RateLimiter:
         """Count on the running event loop from now on (PostgreSQL only)."""
         await self.stop_async()
         self._counter = AsyncCounter(conninfo, options, size)
+        self._singles = _Singles(self._counter, self._sweep_due)
 
     async def stop_async(self) -> None:
         counter, self._counter = self._counter, None
+        self._singles = None
         if counter is not None:
             await counter.close()
 
@@ -159,6 +181,10 @@ class RateLimiter:
             return
         now = self.clock.now()
         window = math.floor(now)
+        if len(hits) == 1 and self._singles is not None:
+            count = await self._singles.count(hits[0][0], window)
+            _verdict(hits, [count], now, window)
+            return
         params: list[Any] = [window]
         for bucket, limit, _ in hits:
             params += [bucket, limit]
@@ -166,6 +192,74 @@ class RateLimiter:
         sweep = window - KEEP_SECONDS if self._sweep_due(window) else None
         counts = await self._counter.run(chain_sql(len(hits)), params, sweep)
         _verdict(hits, counts, now, window)
+
+
+class _Singles:
+    """The single hits of one process, counted in batches (see the module docstring):
+    one statement at a time, run by a task of its own so that a caller who stops
+    waiting does not stop the batch its hit is in (that hit is counted, as a statement
+    it had sent would be)."""
+
+    def __init__(self, counter: AsyncCounter, sweep_due: Any) -> None:
+        self.counter = counter
+        self.sweep_due = sweep_due
+        self.queue: list[tuple[int, str, asyncio.Future[int]]] = []
+        self.task: asyncio.Task[None] | None = None
+        self.statements = 0  # batches sent (for tests and benchmarks)
+
+    async def count(self, bucket: str, window: int) -> int:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.queue.append((window, bucket, future))
+        if self.task is None:
+            self.task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self.queue:
+                batch = [hit for hit in self.queue[:BATCH_MAX] if not hit[2].cancelled()]
+                del self.queue[:BATCH_MAX]
+                if batch:
+                    await self._send(batch)
+        except asyncio.CancelledError:  # the loop is going away: so are the waiters
+            for _, _, future in self.queue:
+                future.cancel()
+            self.queue.clear()
+            raise
+        finally:
+            self.task = None
+
+    async def _send(self, batch: list[tuple[int, str, asyncio.Future[int]]]) -> None:
+        rows: dict[tuple[str, int], int] = {}
+        for window, bucket, _ in batch:
+            rows[(bucket, window)] = rows.get((bucket, window), 0) + 1
+        oldest = min(window for window, _, _ in batch)
+        sweep = oldest - KEEP_SECONDS if self.sweep_due(oldest) else None
+        params = (
+            [window for _, window in rows],
+            [bucket for bucket, _ in rows],
+            list(rows.values()),
+        )
+        try:
+            self.statements += 1
+            totals = await self.counter.run(SINGLES_SQL, params, sweep, many=True)
+        except asyncio.CancelledError:
+            for _, _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:
+            for _, _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        # the i-th hit of a (bucket, window) in the batch counts total - n + i (i from 1)
+        seen = {
+            (bucket, window): total - rows[(bucket, window)] for bucket, window, total in totals
+        }
+        for window, bucket, future in batch:
+            seen[(bucket, window)] += 1
+            if not future.done():
+                future.set_result(seen[(bucket, window)])
 
 
 class NoConnection(Exception):
@@ -189,7 +283,10 @@ class AsyncCounter:
         self._slots: asyncio.Semaphore | None = None
         self._closed = False  # a count still running at close() closes its connection
 
-    async def run(self, sql: str, params: Sequence[Any], sweep: int | None) -> Sequence[Any]:
+    async def run(
+        self, sql: str, params: Sequence[Any], sweep: int | None, *, many: bool = False
+    ) -> Any:
+        """The statement's row (``many``: all its rows); then the sweep, when given."""
         import psycopg
 
         if self._slots is None:
@@ -199,7 +296,7 @@ class AsyncCounter:
             try:
                 conn = await self._connection()
                 cursor = await conn.execute(sql, params)
-                row = await cursor.fetchone()
+                row = await (cursor.fetchall() if many else cursor.fetchone())
                 if sweep is not None:
                     await conn.execute(
                         "DELETE FROM rate_counters WHERE window_start < $1::bigint", (sweep,)
