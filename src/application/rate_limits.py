@@ -18,10 +18,15 @@ Single hits (a read counts its key alone) are batched on that path: while one ba
 statement runs, the single hits that arrive queue, and the next statement adds them all,
 ``hits + n`` per (bucket, window) ``RETURNING`` the total, so the i-th of a bucket's n
 hits gets ``total - n + i``: exactly the counts that n statements one after another
-give (refused hits count too). The rows of a batch are locked in (bucket, window)
-order, and a batch holds no player bucket, so it cannot deadlock with another batch or
-with a chain (which locks its key or session bucket, then its player bucket). Chains of
-two or more buckets run as one statement each, as before.
+give (refused hits count too). Chains of two or more buckets run as one statement each,
+as before.
+
+Lock order: every statement locks the player buckets (``plays:``) after all others.
+A chain locks its key or session bucket, then its player bucket; a batch locks its rows
+ordered by (player bucket last, bucket, window). So no two statements can each hold a
+row the other waits for. (A single player hit exists: a play whose key limit is 0.)
+Up to ``IN_FLIGHT`` batches run at once, so one that waits on a row lock does not hold
+up every other single hit of the process.
 
 Windows older than a minute are swept at most once every ``SWEEP_SECONDS`` per process.
 """
@@ -65,11 +70,13 @@ _SWEEP = "DELETE FROM rate_counters WHERE window_start < ?"
 SINGLES_SQL = (
     "INSERT INTO rate_counters AS c (bucket, window_start, hits) "
     "SELECT b, w, n FROM unnest($1::bigint[], $2::text[], $3::int[]) AS t(w, b, n) "
-    "ORDER BY b, w "
+    "ORDER BY starts_with(b, 'plays:'), b, w "
     "ON CONFLICT (bucket, window_start) DO UPDATE SET hits = c.hits + EXCLUDED.hits "
     "RETURNING c.bucket, c.window_start, c.hits"
 )
 BATCH_MAX = 256  # single hits per statement
+IN_FLIGHT = 2  # batch statements at once per process
+_SWEEP_ASYNC = "DELETE FROM rate_counters WHERE window_start < $1::bigint"
 
 
 def rate_limited(retry_after: int, what: str) -> PlatformError:
@@ -164,7 +171,9 @@ class RateLimiter:
 
     async def stop_async(self) -> None:
         counter, self._counter = self._counter, None
-        self._singles = None
+        singles, self._singles = self._singles, None
+        if singles is not None:
+            await singles.stop()
         if counter is not None:
             await counter.close()
 
@@ -196,23 +205,37 @@ class RateLimiter:
 
 class _Singles:
     """The single hits of one process, counted in batches (see the module docstring):
-    one statement at a time, run by a task of its own so that a caller who stops
-    waiting does not stop the batch its hit is in (that hit is counted, as a statement
-    it had sent would be)."""
+    at most ``IN_FLIGHT`` statements at a time, each run by a task of its own so that a
+    caller who stops waiting does not stop the batch its hit is in (that hit is
+    counted, as a statement it had sent would be)."""
 
     def __init__(self, counter: AsyncCounter, sweep_due: Any) -> None:
         self.counter = counter
         self.sweep_due = sweep_due
         self.queue: list[tuple[int, str, asyncio.Future[int]]] = []
-        self.task: asyncio.Task[None] | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
         self.statements = 0  # batches sent (for tests and benchmarks)
 
     async def count(self, bucket: str, window: int) -> int:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
         self.queue.append((window, bucket, future))
-        if self.task is None:
-            self.task = asyncio.create_task(self._drain())
+        self.tasks = {task for task in self.tasks if not task.done() and task.get_loop() is loop}
+        if len(self.tasks) < IN_FLIGHT:
+            self.tasks.add(loop.create_task(self._drain()))
         return await future
+
+    async def stop(self) -> None:
+        """Cancel the batches (their waiters are cancelled too) and wait for them."""
+        tasks, self.tasks = self.tasks, set()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        for _, _, future in self.queue:
+            future.cancel()
+        self.queue.clear()
 
     async def _drain(self) -> None:
         try:
@@ -226,23 +249,30 @@ class _Singles:
                 future.cancel()
             self.queue.clear()
             raise
-        finally:
-            self.task = None
 
     async def _send(self, batch: list[tuple[int, str, asyncio.Future[int]]]) -> None:
-        rows: dict[tuple[str, int], int] = {}
-        for window, bucket, _ in batch:
-            rows[(bucket, window)] = rows.get((bucket, window), 0) + 1
-        oldest = min(window for window, _, _ in batch)
-        sweep = oldest - KEEP_SECONDS if self.sweep_due(oldest) else None
-        params = (
-            [window for _, window in rows],
-            [bucket for bucket, _ in rows],
-            list(rows.values()),
-        )
+        sweep = None
         try:
+            rows: dict[tuple[str, int], int] = {}
+            for window, bucket, _ in batch:
+                rows[(bucket, window)] = rows.get((bucket, window), 0) + 1
+            oldest = min(window for window, _, _ in batch)
+            sweep = oldest - KEEP_SECONDS if self.sweep_due(oldest) else None
+            params = (
+                [window for _, window in rows],
+                [bucket for bucket, _ in rows],
+                list(rows.values()),
+            )
             self.statements += 1
-            totals = await self.counter.run(SINGLES_SQL, params, sweep, many=True)
+            totals = await self.counter.run(SINGLES_SQL, params, None, many=True)
+            # the i-th hit of a (bucket, window) in the batch counts total - n + i
+            seen = {
+                (bucket, window): total - rows[(bucket, window)] for bucket, window, total in totals
+            }
+            for window, bucket, future in batch:
+                seen[(bucket, window)] += 1
+                if not future.done():
+                    future.set_result(seen[(bucket, window)])
         except asyncio.CancelledError:
             for _, _, future in batch:
                 future.cancel()
@@ -252,14 +282,9 @@ class _Singles:
                 if not future.done():
                     future.set_exception(exc)
             return
-        # the i-th hit of a (bucket, window) in the batch counts total - n + i (i from 1)
-        seen = {
-            (bucket, window): total - rows[(bucket, window)] for bucket, window, total in totals
-        }
-        for window, bucket, future in batch:
-            seen[(bucket, window)] += 1
-            if not future.done():
-                future.set_result(seen[(bucket, window)])
+        if sweep is not None:  # after the answers: no waiter waits for it
+            with contextlib.suppress(Exception):  # the next sweep, 10 s on, tries again
+                await self.counter.run(_SWEEP_ASYNC, (sweep,), None, fetch=False)
 
 
 class NoConnection(Exception):
@@ -284,9 +309,16 @@ class AsyncCounter:
         self._closed = False  # a count still running at close() closes its connection
 
     async def run(
-        self, sql: str, params: Sequence[Any], sweep: int | None, *, many: bool = False
+        self,
+        sql: str,
+        params: Sequence[Any],
+        sweep: int | None,
+        *,
+        many: bool = False,
+        fetch: bool = True,
     ) -> Any:
-        """The statement's row (``many``: all its rows); then the sweep, when given."""
+        """The statement's row (``many``: all its rows; ``fetch=False``: none); then the
+        sweep, when given."""
         import psycopg
 
         if self._slots is None:
@@ -296,7 +328,9 @@ class AsyncCounter:
             try:
                 conn = await self._connection()
                 cursor = await conn.execute(sql, params)
-                row = await (cursor.fetchall() if many else cursor.fetchone())
+                row = None
+                if fetch:
+                    row = await (cursor.fetchall() if many else cursor.fetchone())
                 if sweep is not None:
                     await conn.execute(
                         "DELETE FROM rate_counters WHERE window_start < $1::bigint", (sweep,)

@@ -39,10 +39,55 @@ async def schema() -> AsyncIterator[str]:
         conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
-async def limiter_in(schema: str, clock: ManualClock) -> RateLimiter:
+async def limiter_in(schema: str, clock: ManualClock, name: str = "") -> RateLimiter:
     limiter = RateLimiter(None, clock)  # type: ignore[arg-type]  # the async path only
-    await limiter.start_async(POSTGRES_URL, f"-c search_path={schema}")
+    conninfo = f"{POSTGRES_URL}?application_name={name}" if name else POSTGRES_URL
+    await limiter.start_async(conninfo, f"-c search_path={schema}")
     return limiter
+
+
+def seed(schema: str, *buckets: str) -> None:
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        for bucket in buckets:
+            conn.execute(
+                f'INSERT INTO "{schema}".rate_counters VALUES (%s, %s, 0)',  # noqa: S608
+                (bucket, WINDOW),
+            )
+
+
+def hold(schema: str, bucket: str) -> psycopg.Connection:
+    """A transaction left open, holding ``bucket``'s row lock (rollback() lets go)."""
+    holder = psycopg.connect(POSTGRES_URL)
+    holder.execute(
+        f'SELECT 1 FROM "{schema}".rate_counters WHERE bucket = %s FOR UPDATE',  # noqa: S608
+        (bucket,),
+    )
+    return holder
+
+
+async def until_waiting_on_a_lock(name: str) -> None:
+    """Until the limiter's backend (``application_name``) waits for a row lock."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE application_name = %s AND wait_event_type = 'Lock'"
+    )
+    for _ in range(200):
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            if conn.execute(sql, (name,)).fetchone()[0]:
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the batch never waited for the held row")
+
+
+def locked(schema: str, bucket: str) -> bool:
+    """Whether another transaction holds ``bucket``'s row lock."""
+    probe = f'SELECT 1 FROM "{schema}".rate_counters WHERE bucket = %s FOR UPDATE NOWAIT'  # noqa: S608
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        try:
+            conn.execute(probe, (bucket,))
+        except psycopg.errors.LockNotAvailable:
+            return True
+    return False
 
 
 def rows(schema: str) -> dict[tuple[str, int], int]:
@@ -162,36 +207,63 @@ async def test_two_processes_batches_and_chains_do_not_deadlock(schema: str) -> 
         assert counted[(key, WINDOW)] == single_hits + chained[key]
 
 
-async def test_a_batch_locks_its_rows_in_bucket_order_whatever_the_arrival_order(
-    schema: str,
-) -> None:
-    """Another transaction holds key:b; a batch of key:b then key:a (in arrival order)
-    must have locked key:a first and wait for key:b: then no two batches can each hold
-    a row the other wants."""
-    table = f'"{schema}".rate_counters'
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as setup:
-        setup.execute(
-            f"INSERT INTO {table} (bucket, window_start, hits) "  # noqa: S608
-            "VALUES ('key:a', %s, 0), ('key:b', %s, 0)",
-            (WINDOW, WINDOW),
-        )
-    holder = psycopg.connect(POSTGRES_URL)  # a transaction left open, holding key:b
-    holder.execute(f"SELECT 1 FROM {table} WHERE bucket = 'key:b' FOR UPDATE")  # noqa: S608
-    limiter = await limiter_in(schema, ManualClock(start=WINDOW))
+async def test_a_batch_locks_rows_in_order_and_player_buckets_last(schema: str) -> None:
+    """A batch arriving as plays:p, session:s, key:b, key:a, with session:s held
+    elsewhere: it has locked key:a and key:b (in order) and waits for session:s, and has
+    not locked plays:p, which comes last; a chain locks its session or key bucket before
+    its player bucket, so the two orders cannot cross."""
+    seed(schema, "key:a", "key:b", "session:s", "plays:p")
+    holder = hold(schema, "session:s")
+    name = f"batch-{uuid.uuid4().hex[:8]}"
+    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
     try:
         singles = limiter._singles
         assert singles is not None
-        batch = [asyncio.create_task(singles.count(b, WINDOW)) for b in ("key:b", "key:a")]
-        await asyncio.sleep(0.5)  # the batch is now blocked on key:b
+        arrivals = ("plays:p", "session:s", "key:b", "key:a")
+        batch = [asyncio.create_task(singles.count(bucket, WINDOW)) for bucket in arrivals]
+        await until_waiting_on_a_lock(name)
         assert not any(task.done() for task in batch)
-        probe = f"SELECT 1 FROM {table} WHERE bucket = 'key:a' FOR UPDATE NOWAIT"  # noqa: S608
-        with (
-            psycopg.connect(POSTGRES_URL, autocommit=True) as other,
-            pytest.raises(psycopg.errors.LockNotAvailable),
-        ):
-            other.execute(probe)
+        assert [locked(schema, b) for b in ("key:a", "key:b", "plays:p")] == [True, True, False]
         holder.rollback()
-        assert await asyncio.wait_for(asyncio.gather(*batch), timeout=10) == [1, 1]
+        assert await asyncio.wait_for(asyncio.gather(*batch), timeout=10) == [1, 1, 1, 1]
     finally:
         holder.close()
         await limiter.stop_async()
+
+
+async def test_a_batch_waiting_on_a_lock_holds_up_no_other_bucket(schema: str) -> None:
+    seed(schema, "key:busy")
+    holder = hold(schema, "key:busy")
+    name = f"batch-{uuid.uuid4().hex[:8]}"
+    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
+    try:
+        singles = limiter._singles
+        assert singles is not None
+        blocked = asyncio.create_task(singles.count("key:busy", WINDOW))
+        await until_waiting_on_a_lock(name)
+        assert await asyncio.wait_for(singles.count("key:free", WINDOW), timeout=5) == 1
+        assert not blocked.done()
+        holder.rollback()
+        assert await asyncio.wait_for(blocked, timeout=10) == 1
+    finally:
+        holder.close()
+        await limiter.stop_async()
+
+
+async def test_stopping_cancels_the_waiting_hits_and_returns(schema: str) -> None:
+    seed(schema, "key:busy")
+    holder = hold(schema, "key:busy")
+    name = f"batch-{uuid.uuid4().hex[:8]}"
+    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
+    try:
+        singles = limiter._singles
+        assert singles is not None
+        waiting = [asyncio.create_task(singles.count("key:busy", WINDOW)) for _ in range(3)]
+        await until_waiting_on_a_lock(name)
+        await asyncio.wait_for(limiter.stop_async(), timeout=10)
+        await asyncio.sleep(0)
+        assert all(task.cancelled() for task in waiting)
+        assert singles.tasks == set()
+    finally:
+        holder.rollback()
+        holder.close()
