@@ -8,16 +8,18 @@ two processes' batches and chains crossing them finish without a deadlock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import psycopg
 import pytest
 
 from application.clock import ManualClock
 from application.errors import PlatformError
-from application.rate_limits import SCHEMA, RateLimiter
+from application.rate_limits import SCHEMA, RateLimiter, _Singles
 from tests.conftest import POSTGRES_URL, SKIP_POSTGRES
 
 pytestmark = pytest.mark.postgres
@@ -207,63 +209,64 @@ async def test_two_processes_batches_and_chains_do_not_deadlock(schema: str) -> 
         assert counted[(key, WINDOW)] == single_hits + chained[key]
 
 
+@dataclass
+class Blocked:
+    """A limiter whose batches will wait on ``held``, whose row lock another open
+    transaction (``holder``) has; ``name`` is the limiter's application_name."""
+
+    limiter: RateLimiter
+    singles: _Singles
+    holder: psycopg.Connection
+    name: str
+
+
+@contextlib.asynccontextmanager
+async def blocked_on(schema: str, held: str, *seeded: str) -> AsyncIterator[Blocked]:
+    seed(schema, held, *seeded)
+    holder = hold(schema, held)
+    name = f"batch-{uuid.uuid4().hex[:8]}"
+    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
+    try:
+        assert limiter._singles is not None
+        yield Blocked(limiter, limiter._singles, holder, name)
+    finally:
+        holder.rollback()
+        holder.close()
+        await limiter.stop_async()
+
+
 async def test_a_batch_locks_rows_in_order_and_player_buckets_last(schema: str) -> None:
     """A batch arriving as plays:p, session:s, key:b, key:a, with session:s held
     elsewhere: it has locked key:a and key:b (in order) and waits for session:s, and has
     not locked plays:p, which comes last; a chain locks its session or key bucket before
     its player bucket, so the two orders cannot cross."""
-    seed(schema, "key:a", "key:b", "session:s", "plays:p")
-    holder = hold(schema, "session:s")
-    name = f"batch-{uuid.uuid4().hex[:8]}"
-    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
-    try:
-        singles = limiter._singles
-        assert singles is not None
+    async with blocked_on(schema, "session:s", "key:a", "key:b", "plays:p") as blocked:
         arrivals = ("plays:p", "session:s", "key:b", "key:a")
-        batch = [asyncio.create_task(singles.count(bucket, WINDOW)) for bucket in arrivals]
-        await until_waiting_on_a_lock(name)
+        batch = [asyncio.create_task(blocked.singles.count(b, WINDOW)) for b in arrivals]
+        await until_waiting_on_a_lock(blocked.name)
         assert not any(task.done() for task in batch)
         assert [locked(schema, b) for b in ("key:a", "key:b", "plays:p")] == [True, True, False]
-        holder.rollback()
+        blocked.holder.rollback()
         assert await asyncio.wait_for(asyncio.gather(*batch), timeout=10) == [1, 1, 1, 1]
-    finally:
-        holder.close()
-        await limiter.stop_async()
 
 
 async def test_a_batch_waiting_on_a_lock_holds_up_no_other_bucket(schema: str) -> None:
-    seed(schema, "key:busy")
-    holder = hold(schema, "key:busy")
-    name = f"batch-{uuid.uuid4().hex[:8]}"
-    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
-    try:
-        singles = limiter._singles
-        assert singles is not None
-        blocked = asyncio.create_task(singles.count("key:busy", WINDOW))
-        await until_waiting_on_a_lock(name)
-        assert await asyncio.wait_for(singles.count("key:free", WINDOW), timeout=5) == 1
-        assert not blocked.done()
-        holder.rollback()
-        assert await asyncio.wait_for(blocked, timeout=10) == 1
-    finally:
-        holder.close()
-        await limiter.stop_async()
+    async with blocked_on(schema, "key:busy") as blocked:
+        waiting = asyncio.create_task(blocked.singles.count("key:busy", WINDOW))
+        await until_waiting_on_a_lock(blocked.name)
+        free = blocked.singles.count("key:free", WINDOW)
+        assert await asyncio.wait_for(free, timeout=5) == 1
+        assert not waiting.done()
+        blocked.holder.rollback()
+        assert await asyncio.wait_for(waiting, timeout=10) == 1
 
 
 async def test_stopping_cancels_the_waiting_hits_and_returns(schema: str) -> None:
-    seed(schema, "key:busy")
-    holder = hold(schema, "key:busy")
-    name = f"batch-{uuid.uuid4().hex[:8]}"
-    limiter = await limiter_in(schema, ManualClock(start=WINDOW), name)
-    try:
-        singles = limiter._singles
-        assert singles is not None
+    async with blocked_on(schema, "key:busy") as blocked:
+        singles = blocked.singles
         waiting = [asyncio.create_task(singles.count("key:busy", WINDOW)) for _ in range(3)]
-        await until_waiting_on_a_lock(name)
-        await asyncio.wait_for(limiter.stop_async(), timeout=10)
+        await until_waiting_on_a_lock(blocked.name)
+        await asyncio.wait_for(blocked.limiter.stop_async(), timeout=10)
         await asyncio.sleep(0)
         assert all(task.cancelled() for task in waiting)
         assert singles.tasks == set()
-    finally:
-        holder.rollback()
-        holder.close()
