@@ -332,9 +332,7 @@ class AsyncCounter:
                 if fetch:
                     row = await (cursor.fetchall() if many else cursor.fetchone())
                 if sweep is not None:
-                    await conn.execute(
-                        "DELETE FROM rate_counters WHERE window_start < $1::bigint", (sweep,)
-                    )
+                    await conn.execute(_SWEEP_ASYNC, (sweep,))
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 await self._discard(conn)
                 first_line = (str(exc).splitlines() or [""])[0]
