@@ -125,6 +125,11 @@ def run(platform: Platform, player: str, wager_minor: int | None) -> int:
         f"{session['player']['operatorId']}; idle expiry {session['idleExpirySeconds']} s; "
         f"chances {config['chancePresetsBps']} (default {config['defaultChanceBps']})"
     )
+    balance = session.get("balance")
+    if balance is None:
+        print("   casino balance: the wallet did not answer in time")
+    else:
+        print(f"   casino balance {money(balance['balanceMinor'], balance['currency'])}")
 
     chance = config["defaultChanceBps"]
     wager = wager_minor or max(config["minWagerMinor"], 1000)

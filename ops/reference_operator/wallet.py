@@ -22,6 +22,12 @@ Contract (interface 2.9, 5.1, 6; decisions 4, 9):
   accepted, moves nothing, and is remembered: a later debit with that key is refused
   ``ROLLED_BACK``.
 
+Answers follow interface 2.9 to the letter: ``wallet.balance`` answers exactly
+``{balanceMinor, currency}``; an accepted money move ``{accepted: true,
+balanceAfterMinor, providerTxnRef}``; a refusal exactly ``{accepted: false, errorCode}``.
+``Ledger(balance_in_refusals=True)`` (CLI ``--balance-in-refusals``) also puts the
+player's balance in refusals as ``balanceAfterMinor``, as some wallets do.
+
 Players are implicit: an unknown player has balance 0 in every currency. A blocked
 player's debits are refused ``PLAYER_BLOCKED``; credits and rollbacks still go through.
 Refused debits are remembered under their key like accepted ones (the platform never
@@ -93,6 +99,10 @@ class ReceivedRequest:
     fault: str | None = None  # "stall", "5xx", "non_json", "refuse" (comma-joined)
     http_status: int | None = None  # None while still being handled
     answer: dict[str, Any] | None = None  # the JSON answer; None for non-JSON / errors
+    # as it came on the wire, for checking it again (``check_signature``)
+    raw: bytes = b""
+    path: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # the envelope headers sent
 
 
 @dataclass
@@ -113,7 +123,8 @@ class Ledger:
     """In-memory wallet. All methods are synchronous and guarded by one lock, so the
     ledger can be used from the server's event loop and from test threads at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, balance_in_refusals: bool = False) -> None:
+        self.balance_in_refusals = balance_in_refusals
         self._lock = threading.RLock()
         self._balances: dict[tuple[str, str, str], int] = {}
         self._blocked: set[tuple[str, str]] = set()
@@ -203,7 +214,14 @@ class Ledger:
 
     # -- the wallet calls ------------------------------------------------------------
 
-    def record(self, body: dict[str, Any]) -> ReceivedRequest:
+    def record(
+        self,
+        body: dict[str, Any],
+        *,
+        raw: bytes = b"",
+        path: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> ReceivedRequest:
         key = body.get("idempotencyKey")
         type_ = body.get("type")
         entry = ReceivedRequest(
@@ -211,6 +229,9 @@ class Ledger:
             idempotency_key=key if isinstance(key, str) else None,
             body=body,
             operator_id=str(body.get("operatorId")),
+            raw=raw,
+            path=path,
+            headers=dict(headers or {}),
         )
         with self._lock:
             self.requests.append(entry)
@@ -312,8 +333,14 @@ class Ledger:
         }
 
     def _refused(self, body: dict[str, Any], code: str) -> dict[str, Any]:
-        balance = self.balance(body["operatorId"], body["playerExternalId"], body["currency"])
-        return {"accepted": False, "errorCode": code, "balanceAfterMinor": balance}
+        """Exactly ``{accepted: false, errorCode}`` (interface 2.9), plus the player's
+        balance as ``balanceAfterMinor`` when the ledger was made with
+        ``balance_in_refusals``."""
+        answer: dict[str, Any] = {"accepted": False, "errorCode": code}
+        if self.balance_in_refusals:
+            op, player = body["operatorId"], body["playerExternalId"]
+            answer["balanceAfterMinor"] = self.balance(op, player, body["currency"])
+        return answer
 
     def _store(self, body: dict[str, Any], answer: dict[str, Any], *, applied: bool) -> None:
         op, key = body["operatorId"], body["idempotencyKey"]
@@ -385,6 +412,7 @@ class FaultPlan:
     non_json: bool = False
     error_after_apply: bool = False
     refuse_with: str | None = None
+    answer_fields: dict[str, Any] | None = None
 
     def describe(self) -> str:
         parts = []
@@ -396,6 +424,8 @@ class FaultPlan:
             parts.append("non_json")
         if self.refuse_with:
             parts.append("refuse")
+        if self.answer_fields:
+            parts.append("answer_fields")
         return ",".join(parts)
 
 
@@ -414,6 +444,9 @@ class Faults:
                          (default: nothing moves).
       refuse_with        refuse with this errorCode. Applies to wallet.debit only, or to
                          the money types in ``only_types`` when that is set.
+      answer_fields      merge these fields into the JSON answer, after the ledger has
+                         answered (a wallet out of contract, e.g. {"balanceMinor": -5}
+                         or {"balanceAfterMinor": 2**70}); the ledger keeps its own.
       only_types         None: faults hit every request type; else only these types
                          (e.g. {"wallet.debit"} lets rollbacks through).
       times              None: unlimited; else only the next N matching requests are
@@ -430,6 +463,7 @@ class Faults:
     non_json: bool = False
     error_after_apply: bool = False
     refuse_with: str | None = None
+    answer_fields: dict[str, Any] | None = None
     only_types: set[str] | frozenset[str] | None = None
     times: int | None = None
     webhook_status: int | None = None
@@ -469,7 +503,8 @@ class Faults:
                 refuse = bool(self.refuse_with) and request_type == DEBIT
             else:
                 refuse = bool(self.refuse_with) and selected and request_type in MONEY_TYPES
-            if not (transport or refuse):
+            tamper = selected and bool(self.answer_fields)
+            if not (transport or refuse or tamper):
                 return None
             if self.times is not None:
                 self.times -= 1
@@ -481,6 +516,7 @@ class Faults:
                 non_json=self.non_json if transport else False,
                 error_after_apply=self.error_after_apply,
                 refuse_with=self.refuse_with if refuse else None,
+                answer_fields=dict(self.answer_fields or {}) if tamper else None,
             )
 
     def take_webhook(self) -> int | None:
@@ -498,12 +534,36 @@ class Faults:
 # --------------------------------------------------------------------------- signing
 
 
+ENVELOPE_HEADERS = ("X-Timestamp", "X-Signature", "Idempotency-Key")
+
+
 def _verify(
     request: web.Request, raw: bytes, secrets: MutableMapping[str, str], clock: Clock
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(body, None) when the call is authentic, else (None, error code)."""
-    timestamp = request.headers.get("X-Timestamp")
-    signature = request.headers.get("X-Signature")
+    return check_signature(
+        request.method,
+        request.rel_url.raw_path,
+        request.headers.get("X-Timestamp"),
+        request.headers.get("X-Signature"),
+        raw,
+        secrets,
+        clock,
+    )
+
+
+def check_signature(
+    method: str,
+    raw_path: str,
+    timestamp: str | None,
+    signature: str | None,
+    raw: bytes,
+    secrets: MutableMapping[str, str],
+    clock: Clock = unix_now,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The outbound envelope check (interface 5.1): (body, None) when the call with these
+    parts is authentic, else (None, error code). The body's ``operatorId`` picks the
+    secret from ``secrets``."""
     if not timestamp or not signature:
         return None, "MISSING_HEADERS"
     if not re.fullmatch(r"-?[0-9]{1,15}", timestamp):
@@ -517,7 +577,7 @@ def _verify(
     operator_id = body.get("operatorId") if isinstance(body, dict) else None
     secret = secrets.get(operator_id) if isinstance(operator_id, str) else None
     body_hash = hashlib.sha256(raw).hexdigest()
-    canonical = f"{timestamp}\n{request.method.upper()}\n{request.rel_url.raw_path}\n{body_hash}"
+    canonical = f"{timestamp}\n{method.upper()}\n{raw_path}\n{body_hash}"
     expected = hmac.new(
         (secret or "\x00unknown-operator").encode(), canonical.encode(), hashlib.sha256
     ).hexdigest()
@@ -562,7 +622,10 @@ def make_app(
         body = await authenticate(request)
         if isinstance(body, web.Response):
             return body
-        entry = ledger.record(body)
+        sent = {name: request.headers[name] for name in ENVELOPE_HEADERS if name in request.headers}
+        entry = ledger.record(
+            body, raw=await request.read(), path=request.rel_url.raw_path, headers=sent
+        )
 
         def answer(response: web.Response, payload: dict[str, Any] | None) -> web.Response:
             entry.http_status, entry.answer = response.status, payload
@@ -606,6 +669,8 @@ def make_app(
             text = "<html><body>502 Bad Gateway (injected)</body></html>"
             return answer(web.Response(text=text, content_type="text/html"), None)
         assert result is not None
+        if plan.answer_fields:
+            result = {**result, **plan.answer_fields}
         return answer(web.json_response(result), result)
 
     async def webhook(request: web.Request) -> web.StreamResponse:
@@ -650,9 +715,13 @@ class WalletServer:
         webhook_path: str = "/webhooks",
         clock: Clock = unix_now,
         shutdown_timeout: float = 1.0,
+        balance_in_refusals: bool = False,
     ) -> None:
+        """``balance_in_refusals`` makes the ``Ledger`` when none is given (see there)."""
         self.secrets = secrets
-        self.ledger = ledger if ledger is not None else Ledger()
+        self.ledger = (
+            ledger if ledger is not None else Ledger(balance_in_refusals=balance_in_refusals)
+        )
         self.faults = faults if faults is not None else Faults()
         self.host = host
         self.port = port
@@ -832,7 +901,8 @@ def _secrets_from_config(path: str) -> list[tuple[str, str]]:
     return [(o["id"], o["outbound_secret"]) for o in config.get("operators", [])]
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line of ``main`` (secrets read from ``--config`` included)."""
     parser = argparse.ArgumentParser(
         prog="python -m ops.reference_operator.wallet",
         description="Reference operator wallet and webhook receiver.",
@@ -860,15 +930,26 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--wallet-path", default="/wallet")
     parser.add_argument("--webhook-path", default="/webhooks")
+    parser.add_argument(
+        "--balance-in-refusals",
+        action="store_true",
+        help="add the balance to refusals as balanceAfterMinor (default: exactly "
+        "{accepted: false, errorCode}, as interface 2.9 shows)",
+    )
     args = parser.parse_args(argv)
     if args.config:
         args.secret.extend(_secrets_from_config(args.config))
     if not args.secret:
         parser.error("at least one --secret OP=SECRET (or --config FILE) is needed")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_cli(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     secrets = dict(args.secret)
-    ledger = Ledger()
+    ledger = Ledger(balance_in_refusals=args.balance_in_refusals)
     for operator_id, player, currency, amount in args.fund:
         ledger.fund(operator_id, player, currency, amount)
         log.info("funded %s/%s %s %d", operator_id, player, currency, amount)

@@ -15,7 +15,11 @@ from api.errors import EXCEPTION_HANDLERS
 from api.openapi_doc import finish_openapi
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
-from api.routes.platform import PlayerSessionController, S2SPlatformController
+from api.routes.platform import (
+    PlayerSessionController,
+    PlayerWalletController,
+    S2SPlatformController,
+)
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
 from api.runtime import Runtime
 from application import store_calls
@@ -24,6 +28,7 @@ from application.platform import Platform
 ROUTES = [
     S2SPlatformController,
     PlayerSessionController,
+    PlayerWalletController,
     S2SUpgraderController,
     PlayerUpgraderController,
     S2SItemsController,

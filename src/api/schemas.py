@@ -100,11 +100,25 @@ class PlayerInfo(Wire):
     player_external_id: str
 
 
+class BalanceAnswer(Wire):
+    """The player's casino balance as the operator's wallet reports it (``wallet.balance``)."""
+
+    balance_minor: int
+    currency: str
+
+
 class SessionInitAnswer(Wire):
     session_token: str
     idle_expiry_seconds: int
     player: PlayerInfo
     game: GameInfo
+    balance: Annotated[
+        BalanceAnswer | None,
+        Meta(
+            description="the balance in the operator's base currency, when the wallet "
+            "answers wallet.balance within 1 s; null otherwise (the session starts anyway)"
+        ),
+    ]
 
 
 class LogoutAnswer(Wire):

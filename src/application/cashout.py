@@ -24,7 +24,7 @@ from application.errors import PlatformError
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
 from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
-from application.round_view import REFUSAL_STATUS, wallet_unavailable
+from application.round_view import wallet_refusal, wallet_unavailable
 from application.store_calls import in_store
 from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
@@ -57,20 +57,9 @@ def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> 
     }
 
 
-def refused_credit_error(code: str, balance_after_minor: int | None) -> PlatformError:
-    if code in REFUSAL_STATUS:
-        return PlatformError(
-            code,
-            REFUSAL_STATUS[code],
-            "the wallet refused the credit",
-            balanceAfterMinor=balance_after_minor,
-        )
-    return PlatformError(
-        "WALLET_REFUSED",
-        422,
-        f"the wallet refused the credit with {code[:64]!r}",
-        balanceAfterMinor=balance_after_minor,
-    )
+def refused_credit_error(wallet_code: str, balance_after_minor: int | None) -> PlatformError:
+    code, status, message = wallet_refusal(wallet_code, "credit")
+    return PlatformError(code, status, message, balanceAfterMinor=balance_after_minor)
 
 
 def _save_with_items(platform: Platform, cid: UUID, move: Any) -> bool:
@@ -129,8 +118,15 @@ def record_credit_outcome(
 
 
 async def send_credit(
-    platform: Platform, wallet: WalletClient, cashout: Cashout, attempt: int
+    platform: Platform,
+    wallet: WalletClient,
+    cashout: Cashout,
+    attempt: int,
+    *,
+    read_balance_on_refusal: bool = False,
 ) -> WalletOutcome:
+    """``wallet.credit`` of one attempt; a caller that answers a refusal to a client asks
+    for the balance to be read when the refusal has none (decisions §4)."""
     request = cashout.request
     operator = platform.directory.operators[request["operator_id"]]
     return await wallet.call(
@@ -146,6 +142,7 @@ async def send_credit(
             "reason": "cashout",
             "inventoryItemIds": [i["inventoryItemId"] for i in request["items"]],
         },
+        read_balance_on_refusal=read_balance_on_refusal,
     )
 
 
@@ -254,7 +251,9 @@ class Cashouts:
         if cashout.request["credited_minor"] == 0:
             outcome: WalletOutcome = Accepted(None, None)
         else:
-            outcome = await send_credit(self.platform, self.wallet, cashout, attempt)
+            outcome = await send_credit(
+                self.platform, self.wallet, cashout, attempt, read_balance_on_refusal=True
+            )
         await in_store(record_credit_outcome, self.platform, cid, attempt, outcome)
         cashout = await in_store(self.platform.events.repository.get, cid)
         if cashout.status == "credited":

@@ -227,6 +227,7 @@ class BalancePlays:
                 "roundId": opening["public_id"],
                 "reason": "upgrader.wager",
             },
+            read_balance_on_refusal=True,  # the refusal's balance is recorded with the void
         )
         if isinstance(outcome, Accepted):
             return await in_store(self._settle, round_, attempt, key, outcome)

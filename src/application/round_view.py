@@ -7,6 +7,7 @@ retry returns the original answer byte for byte.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from application.clock import iso_utc
@@ -102,19 +103,26 @@ def play_answer(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str
     return answer
 
 
-REFUSAL_STATUS = {"INSUFFICIENT_FUNDS": 422, "PLAYER_BLOCKED": 403}
+WALLET_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+
+
+def wallet_refusal(wallet_code: str, move: str) -> tuple[str, int, str]:
+    """(code, status, message) of a wallet's refusal of ``move`` (decisions §4): the
+    wallet's own code, ``PLAYER_BLOCKED`` 403 and any other well-formed code 422; a code
+    that is not ``^[A-Z][A-Z0-9_]{0,63}$`` is not echoed: 422 ``WALLET_REFUSED``."""
+    if wallet_code in ("INSUFFICIENT_FUNDS", "PLAYER_BLOCKED"):
+        status = 403 if wallet_code == "PLAYER_BLOCKED" else 422
+        return wallet_code, status, f"the wallet refused the {move}"
+    if WALLET_CODE.fullmatch(wallet_code):
+        return wallet_code, 422, f"the wallet refused the {move} with {wallet_code}"
+    return "WALLET_REFUSED", 422, f"the wallet refused the {move} with a malformed error code"
 
 
 def refused_debit_error(
     public_id: str, wallet_code: str, balance_after_minor: int | None
 ) -> PlatformError:
     """The refused debit's error (decisions §4), with the voided round."""
-    if wallet_code in REFUSAL_STATUS:
-        code, status = wallet_code, REFUSAL_STATUS[wallet_code]
-        message = "the wallet refused the debit"
-    else:
-        code, status = "WALLET_REFUSED", 422
-        message = f"the wallet refused the debit with {wallet_code[:64]!r}"
+    code, status, message = wallet_refusal(wallet_code, "debit")
     return PlatformError(
         code,
         status,

@@ -4,12 +4,26 @@
 - ``Refused``: the wallet said no (``accepted: false`` with an ``errorCode``); nothing moved.
 - ``Uncertain``: timeout, connection failure, 5xx, unreadable answer or no wallet URL;
   the caller must assume the worst (a debit may have happened) and roll it back.
+
+A wallet answer is untrusted input, read strictly:
+
+- at most ``MAX_ANSWER_BYTES``, JSON of the documented shape (unknown fields ignored);
+- a balance (``balanceAfterMinor``, ``balanceMinor``) is a JSON integer (not a float,
+  not a bool) in ``0 .. 2**63 - 1``: a negative balance or one beyond int64 is not a
+  balance this platform can show or record (``plausible_balance``);
+- an accepted answer whose ``balanceAfterMinor`` is present but not a balance is
+  unreadable, hence ``Uncertain`` (a debit is then rolled back and the play answers 503;
+  a credit is re-sent with the same key);
+- a refusal whose balance is missing or not a balance is still a refusal; with
+  ``read_balance_on_refusal`` the client then asks ``wallet.balance`` (below);
+- a ``wallet.balance`` answer is ``{balanceMinor, currency}`` with a balance as above and
+  the currency that was asked; anything else is a failed read (``None``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,6 +32,12 @@ import msgspec
 
 from application.clock import Clock, iso_utc
 from domain.signing import outbound_headers
+
+INT64_MAX = 2**63 - 1
+MAX_ANSWER_BYTES = 64 * 1024  # a larger answer is unreadable
+# A refusal's errorCode is kept to this many characters: longer than any well-formed code
+# (64, decisions §4), so a code too long to echo stays too long once cut.
+MAX_ERROR_CODE_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -40,11 +60,37 @@ class Uncertain:
 WalletOutcome = Accepted | Refused | Uncertain
 
 
+def plausible_balance(value: Any) -> int | None:
+    """``value`` when it is a balance this platform accepts from a wallet, else None:
+    an ``int`` (a JSON integer; ``bool`` is not one) in ``0 .. 2**63 - 1``."""
+    if type(value) is int and 0 <= value <= INT64_MAX:
+        return value
+    return None
+
+
 class _Answer(msgspec.Struct):
     accepted: bool
-    balanceAfterMinor: int | None = None
+    balanceAfterMinor: Any = None
+    balanceMinor: Any = None
     providerTxnRef: str | None = None
     errorCode: str | None = None
+
+
+class _BalanceAnswer(msgspec.Struct):
+    balanceMinor: Any
+    currency: str
+
+
+async def _read_capped(content: aiohttp.StreamReader, limit: int) -> bytes | None:
+    """The whole body, or None when it is longer than ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await content.read(limit + 1):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class WalletClient:
@@ -52,6 +98,7 @@ class WalletClient:
 
     def __init__(self, clock: Clock, timeout_seconds: float, max_connections: int = 100) -> None:
         self.clock = clock
+        self.timeout_seconds = timeout_seconds
         self.timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
@@ -67,14 +114,16 @@ class WalletClient:
             await self._session.close()
             self._session = None
 
-    async def call(
+    async def _post(
         self,
         wallet_url: str | None,
         secret: str,
         operator_id: str,
         request_type: str,
         fields: dict[str, Any],
-    ) -> WalletOutcome:
+        timeout: float | None = None,
+    ) -> bytes | Uncertain:
+        """The body of a 2xx answer, or why there is none."""
         if not wallet_url:
             return Uncertain("no wallet URL configured")
         body = msgspec.json.encode(
@@ -91,20 +140,95 @@ class WalletClient:
         headers["Content-Type"] = "application/json"
         if "idempotencyKey" in fields:
             headers["Idempotency-Key"] = fields["idempotencyKey"]
+        options: dict[str, Any] = {"data": body, "headers": headers}
+        if timeout is not None:
+            options["timeout"] = aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self._client().post(wallet_url, data=body, headers=headers) as response:
-                raw = await response.read()
+            async with self._client().post(wallet_url, **options) as response:
                 status = response.status
+                raw = await _read_capped(response.content, MAX_ANSWER_BYTES)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return Uncertain(f"wallet unreachable ({type(exc).__name__})")
-        if status >= 500 or status < 200 or status >= 300:
+        if not 200 <= status < 300:
             return Uncertain(f"wallet answered HTTP {status}")
+        if raw is None:
+            return Uncertain(f"wallet answer is longer than {MAX_ANSWER_BYTES} bytes")
+        return raw
+
+    async def call(
+        self,
+        wallet_url: str | None,
+        secret: str,
+        operator_id: str,
+        request_type: str,
+        fields: dict[str, Any],
+        *,
+        read_balance_on_refusal: bool = False,
+    ) -> WalletOutcome:
+        """One money move. With ``read_balance_on_refusal``, a refusal that carries no
+        balance (interface 2.9 shows none) gets one from a ``wallet.balance`` read of the
+        same player and currency, given what is left of the wallet timeout since this
+        call began, so the whole exchange stays within ``wallet_timeout_seconds``; its
+        ``balance_after_minor`` is None only when that read fails too (decisions §4)."""
+        started = time.monotonic()
+        raw = await self._post(wallet_url, secret, operator_id, request_type, fields)
+        if isinstance(raw, Uncertain):
+            return raw
         try:
             answer = msgspec.json.decode(raw, type=_Answer)
         except msgspec.DecodeError:
             return Uncertain("wallet answer is not the documented JSON")
         if answer.accepted:
-            return Accepted(answer.balanceAfterMinor, answer.providerTxnRef)
+            if answer.balanceAfterMinor is None:
+                return Accepted(None, answer.providerTxnRef)
+            balance = plausible_balance(answer.balanceAfterMinor)
+            if balance is None:
+                return Uncertain("wallet balanceAfterMinor is not an integer in 0..2**63-1")
+            return Accepted(balance, answer.providerTxnRef)
         if not answer.errorCode:
             return Uncertain("wallet refused without an errorCode")
-        return Refused(answer.errorCode, answer.balanceAfterMinor)
+        given = answer.balanceAfterMinor
+        refused = Refused(
+            answer.errorCode[:MAX_ERROR_CODE_CHARS],
+            plausible_balance(answer.balanceMinor if given is None else given),
+        )
+        if refused.balance_after_minor is not None or not read_balance_on_refusal:
+            return refused
+        left = self.timeout_seconds - (time.monotonic() - started)
+        if left <= 0:
+            return refused
+        balance = await self.read_balance(
+            wallet_url, secret, operator_id, fields["playerExternalId"], fields["currency"], left
+        )
+        return replace(refused, balance_after_minor=balance)
+
+    async def read_balance(
+        self,
+        wallet_url: str | None,
+        secret: str,
+        operator_id: str,
+        player_external_id: str,
+        currency: str,
+        timeout: float | None = None,
+    ) -> int | None:
+        """``wallet.balance`` (decisions §4): the player's balance in ``currency``, or
+        None when the wallet cannot answer in ``timeout`` (default: the wallet timeout)
+        or answers something that is not ``{balanceMinor, currency}`` with a plausible
+        balance in the currency asked."""
+        raw = await self._post(
+            wallet_url,
+            secret,
+            operator_id,
+            "wallet.balance",
+            {"playerExternalId": player_external_id, "currency": currency},
+            timeout,
+        )
+        if isinstance(raw, Uncertain):
+            return None
+        try:
+            answer = msgspec.json.decode(raw, type=_BalanceAnswer)
+        except msgspec.DecodeError:
+            return None
+        if answer.currency != currency:
+            return None
+        return plausible_balance(answer.balanceMinor)

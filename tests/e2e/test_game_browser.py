@@ -269,6 +269,8 @@ def test_plays_a_balance_round_in_the_operator_iframe_and_retries_with_the_same_
         assert session.frame_url.startswith(platform.url + "/game/upgrader")
         assert session.page.url.startswith(operator.url)
         expect(session.page.locator("#casino-balance")).to_have_text(f"{before / 100:.2f} EUR")
+        # the casino balance shows from the start (session/init), before any play
+        expect(game.locator("#balance")).to_have_text(euros(before))
         expect(game.locator("#chances [aria-checked='true']")).to_have_text("50%")
         first = game.locator("#prizes .prize").first
         expect(first).to_have_attribute("aria-checked", "true")
@@ -473,6 +475,8 @@ def test_shows_money_in_the_launch_currency_and_survives_a_reload(
     try:
         game = session.game
         expect(game.locator("#currency-code")).to_have_text("JPY")
+        # the balance in the launch currency, read at once (GET /api/play/balance?currency=)
+        expect(game.locator("#balance")).to_have_text("¥0")
         session.set_wager("1300")
         expect(game.locator("#band")).to_have_text("Target band ¥2,246 – ¥2,470")
         expect(game.locator("#target-value")).to_have_text("¥2,438")
@@ -490,6 +494,7 @@ def test_shows_money_in_the_launch_currency_and_survives_a_reload(
         frame.evaluate("location.reload()")
         expect(game.locator("#app")).to_have_attribute("data-state", "ready", timeout=20_000)
         expect(game.locator("#currency-code")).to_have_text("JPY")
+        expect(game.locator("#balance")).to_have_text("¥0")
         game.locator(".tabs [data-tab='history']").click()
         expect(game.locator("#history tr").first.locator(".outcome")).to_have_text("voided")
         assert session.problems == []

@@ -81,7 +81,8 @@ def test_launch_refusals_follow_decisions_7(api: Api) -> None:
         "LAUNCH_TARGET_INVALID",
     )
     unknown = json.dumps({"playerExternalId": "p", "gameKey": "roulette", "target": {}})
-    assert _error(api.s2s("POST", "/api/s2s/launches", unknown.encode())) == (403, "GAME_DISABLED")
+    refused = api.s2s("POST", "/api/s2s/launches", unknown.encode())
+    assert _error(refused) == (403, "GAME_DISABLED")
     disabled = api.s2s("POST", "/api/s2s/launches", LAUNCH, key_id="key-off", secret="secret-off-1")
     assert _error(disabled) == (403, "GAME_DISABLED")
 
@@ -122,6 +123,7 @@ def test_session_init_boots_into_the_upgrader_with_its_config(api: Api) -> None:
             "modes": {"balance": True, "items": True},
         },
     }
+    assert body["balance"] == {"balanceMinor": 0, "currency": "EUR"}  # p-1 has no money
     assert len(body["sessionToken"]) >= 43
 
 
@@ -222,6 +224,14 @@ def test_openapi_documents_routes_security_and_error_body(api: Api) -> None:
     for path in ("/api/s2s/health", "/api/s2s/launches", "/api/play/session/init"):
         assert path in document["paths"]
     assert "ErrorBody" in document["components"]["schemas"]
+    schemas = document["components"]["schemas"]
+    balance = document["paths"]["/api/play/balance"]["get"]
+    assert balance["security"] == [{"bearer": []}]
+    assert balance["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/BalanceAnswer"
+    }
+    assert schemas["BalanceAnswer"]["required"] == ["balanceMinor", "currency"]
+    assert "balance" in schemas["SessionInitAnswer"]["required"]
 
 
 def test_the_game_page_may_be_framed_only_by_the_operators_origins(

@@ -813,7 +813,7 @@ def test_a_refused_credit_releases_the_item_and_a_retry_credits_once(
     balance = wallet.ledger.balance("op-a", player, "EUR")
     wallet.faults.configure(refuse_with="DAILY_LIMIT", only_types={"wallet.credit"})
     refused = _cash_out(env, player, "c-1", [item])
-    assert error_of(refused) == (422, "WALLET_REFUSED")
+    assert error_of(refused) == (422, "DAILY_LIMIT")
     assert "DAILY_LIMIT" in refused.json()["error"]["message"]
     assert refused.json()["balanceAfterMinor"] == balance
     row = _row(env, player, item)
@@ -821,7 +821,7 @@ def test_a_refused_credit_releases_the_item_and_a_retry_credits_once(
     assert _by_items(env, player, [item]).status_code == 200  # stakeable again
     assert wallet.ledger.net_credits("op-a") == 0
     # while refusing, a retry is refused again (a fresh attempt each time)
-    assert error_of(_cash_out(env, player, "c-1", [item])) == (422, "WALLET_REFUSED")
+    assert error_of(_cash_out(env, player, "c-1", [item])) == (422, "DAILY_LIMIT")
 
     wallet.faults.configure()
     credited = _cash_out(env, player, "c-1", [item])
@@ -837,6 +837,54 @@ def test_a_refused_credit_releases_the_item_and_a_retry_credits_once(
     assert wallet.ledger.balance("op-a", player, "EUR") == balance + 900
     assert _row(env, player, item)["state"] == "cashed_back"
     assert item_moves(env.platform, item)["ItemCashedBack"] == 1
+
+
+@pytest.mark.parametrize("api_kind", ["s2s", "player"])
+def test_a_refused_credit_answers_the_wallets_own_code_and_the_balance_read(
+    env: ItemsEnv, wallet: ThreadedWalletServer, api_kind: str
+) -> None:
+    """Decisions 4 for cash-back: the wallet's code (malformed ones not echoed), and a
+    refusal of exactly {accepted, errorCode} gets its balance from one wallet.balance."""
+    player = f"credit-codes-{api_kind}"
+    (item,) = win_items(env, player, PLAIN, 1, "w")
+    token = launch_session(env.api, player) if api_kind == "player" else None
+    balance = wallet.ledger.balance("op-a", player, "EUR")
+
+    def cash_out(action: str) -> httpx.Response:
+        if token is None:
+            return _cash_out(env, player, action, [item])
+        body = {"clientActionId": action, "inventoryItemIds": [item]}
+        response = env.api.play("POST", "/api/play/cashout", token, body)
+        _record_credit(env, "op-a", player, action, response)
+        return response
+
+    cases = [
+        ("LIMIT_REACHED", 422, "LIMIT_REACHED"),
+        ("PLAYER_BLOCKED", 403, "PLAYER_BLOCKED"),
+        ("INSUFFICIENT_FUNDS", 422, "INSUFFICIENT_FUNDS"),
+        ("limit reached!", 422, "WALLET_REFUSED"),
+    ]
+    for n, (wallet_code, status, code) in enumerate(cases):
+        wallet.faults.configure(refuse_with=wallet_code, only_types={"wallet.credit"})
+        reads = len(wallet.ledger.requests_of("wallet.balance"))
+        refused = cash_out(f"c-{n}")
+        message = refused.json()["error"]["message"]
+        assert (refused.status_code, refused.json()) == (
+            status,
+            {"error": {"code": code, "message": message}, "balanceAfterMinor": balance},
+        )
+        assert wallet_code not in message or code != "WALLET_REFUSED"
+        credit = wallet.ledger.requests_of("wallet.credit")[-1]
+        assert credit.answer == {"accepted": False, "errorCode": wallet_code}
+        (read,) = wallet.ledger.requests_of("wallet.balance")[reads:]
+        assert (read.body["playerExternalId"], read.body["currency"]) == (player, "EUR")
+        assert _row(env, player, item)["held"] is False
+    wallet.faults.configure()
+    credited = cash_out("c-ok")
+    assert credited.status_code == 200, credited.text
+    (entry,) = credited.json()["items"]
+    assert entry["state"] == "cashed_back"
+    assert wallet.ledger.net_credits("op-a") == 900
 
 
 @pytest.mark.parametrize(

@@ -443,6 +443,7 @@ def test_the_headless_example_runs_interface_5_4_end_to_end(
         "POST /api/play/fairness/rotate -> 200",
         "server seed hash matches",
         ": verified",
+        "casino balance 1000.00 EUR",
         "balance after 990.00 EUR",
         "7. logged out",
     ):

@@ -21,7 +21,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from ops.reference_operator.wallet import Faults, ThreadedWalletServer, WalletServer
+from ops.reference_operator.wallet import (
+    Faults,
+    Ledger,
+    ThreadedWalletServer,
+    WalletServer,
+    parse_cli,
+)
 
 OP = "op-1"
 OP2 = "op-2"
@@ -228,11 +234,7 @@ async def test_same_key_other_amount_or_type_is_refused(
     await client.post(debit("r1:1", 2_500))
     status, answer = await client.post(debit("r1:1", 2_600))
     assert status == 200
-    assert answer == {
-        "accepted": False,
-        "errorCode": "IDEMPOTENCY_KEY_REUSED",
-        "balanceAfterMinor": 7_500,
-    }
+    assert answer == {"accepted": False, "errorCode": "IDEMPOTENCY_KEY_REUSED"}
     _, answer = await client.post(credit("r1:1", 2_500))
     assert answer["errorCode"] == "IDEMPOTENCY_KEY_REUSED"
     _, answer = await client.post(debit("r1:1", 2_500, player="player-2"))
@@ -244,10 +246,7 @@ async def test_same_key_other_amount_or_type_is_refused(
 
 async def test_insufficient_funds(client: Client, server: WalletServer) -> None:
     status, answer = await client.post(debit("r1:1", 10_001))
-    assert (status, answer) == (
-        200,
-        {"accepted": False, "errorCode": "INSUFFICIENT_FUNDS", "balanceAfterMinor": 10_000},
-    )
+    assert (status, answer) == (200, {"accepted": False, "errorCode": "INSUFFICIENT_FUNDS"})
     assert server.ledger.balance(OP, PLAYER, "EUR") == 10_000
     assert server.ledger.applied_debit_keys() == set()
     # The exact balance is enough.
@@ -258,8 +257,56 @@ async def test_insufficient_funds(client: Client, server: WalletServer) -> None:
 async def test_blocked_player(client: Client, server: WalletServer) -> None:
     server.ledger.block(OP, PLAYER)
     _, answer = await client.post(debit("r1:1", 100))
-    assert answer == {"accepted": False, "errorCode": "PLAYER_BLOCKED", "balanceAfterMinor": 10_000}
+    assert answer == {"accepted": False, "errorCode": "PLAYER_BLOCKED"}
     assert server.ledger.balance(OP, PLAYER, "EUR") == 10_000
+
+
+async def test_refusals_carry_the_balance_only_when_switched_on(clock: FakeClock) -> None:
+    """Interface 2.9 shows a refusal as exactly {accepted, errorCode}; the switch (argument
+    and CLI flag) adds the balance as some wallets do, and a replay answers the same."""
+    async with (
+        WalletServer({OP: SECRET}, clock=clock, balance_in_refusals=True) as kind,
+        aiohttp.ClientSession() as session,
+    ):
+        kind.ledger.fund(OP, PLAYER, "EUR", 2_000)
+        client = Client(session, kind)
+        refused = {"accepted": False, "errorCode": "INSUFFICIENT_FUNDS", "balanceAfterMinor": 2_000}
+        assert await client.post(debit("r1:1", 2_001)) == (200, refused)
+        assert await client.post(debit("r1:1", 2_001)) == (200, refused)
+        kind.ledger.block(OP, PLAYER)
+        _, blocked = await client.post(debit("r2:1", 10))
+        assert blocked == {
+            "accepted": False,
+            "errorCode": "PLAYER_BLOCKED",
+            "balanceAfterMinor": 2_000,
+        }
+        kind.faults.configure(refuse_with="ACCOUNT_CLOSED", only_types={"wallet.credit"})
+        _, credit_refused = await client.post(credit("c1", 5))
+        assert credit_refused == {
+            "accepted": False,
+            "errorCode": "ACCOUNT_CLOSED",
+            "balanceAfterMinor": 2_000,
+        }
+    assert Ledger().balance_in_refusals is False
+    assert WalletServer({OP: SECRET}).ledger.balance_in_refusals is False
+    assert parse_cli(["--secret", "op=s"]).balance_in_refusals is False
+    assert parse_cli(["--secret", "op=s", "--balance-in-refusals"]).balance_in_refusals is True
+
+
+async def test_answer_fields_put_the_wallet_out_of_contract_on_the_wire_only(
+    client: Client, server: WalletServer
+) -> None:
+    server.faults.configure(answer_fields={"balanceMinor": -5}, only_types={"wallet.balance"})
+    assert await client.post(balance_request()) == (200, {"balanceMinor": -5, "currency": "EUR"})
+    _, accepted = await client.post(debit("r1:1", 100))
+    assert accepted["balanceAfterMinor"] == 9_900
+    server.faults.configure(answer_fields={"balanceAfterMinor": 2**70}, times=1)
+    _, tampered = await client.post(debit("r2:1", 100))
+    assert tampered["balanceAfterMinor"] == 2**70
+    assert server.ledger.requests_of("wallet.debit")[-1].fault == "answer_fields"
+    _, replay = await client.post(debit("r2:1", 100))  # the ledger kept its own answer
+    assert replay["balanceAfterMinor"] == 9_800
+    assert server.ledger.balance(OP, PLAYER, "EUR") == 9_800
 
 
 async def test_credit_adds(client: Client, server: WalletServer) -> None:
@@ -304,7 +351,7 @@ async def test_rollback_of_unseen_debit_then_late_debit_refused(
     assert server.ledger.tombstoned_keys() == {"r1:1"}
     assert server.ledger.rollback_count("r1:1") == 0
     _, late = await client.post(debit("r1:1", 2_500))
-    assert late == {"accepted": False, "errorCode": "ROLLED_BACK", "balanceAfterMinor": 10_000}
+    assert late == {"accepted": False, "errorCode": "ROLLED_BACK"}
     assert (await client.post(debit("r1:1", 2_500)))[1] == late
     assert server.ledger.balance(OP, PLAYER, "EUR") == 10_000
     assert server.ledger.applied_debit_keys() == set()
@@ -474,11 +521,7 @@ async def test_rollback_overtaking_a_stalled_debit_wins(
     assert status == 200 and answer["accepted"] is True
     await eventually(lambda: all_answered(server))
     late = server.ledger.requests_of("wallet.debit")[0]
-    assert late.answer == {
-        "accepted": False,
-        "errorCode": "ROLLED_BACK",
-        "balanceAfterMinor": 10_000,
-    }
+    assert late.answer == {"accepted": False, "errorCode": "ROLLED_BACK"}
     assert server.ledger.balance(OP, PLAYER, "EUR") == 10_000
     assert server.ledger.net_debits() == 0
 
@@ -536,11 +579,7 @@ async def test_non_json_answer(client: Client, server: WalletServer) -> None:
 async def test_refuse_with_refuses_debits_only(client: Client, server: WalletServer) -> None:
     server.faults.configure(refuse_with="RESPONSIBLE_GAMING_LIMIT")
     _, answer = await client.post(debit("r1:1", 100))
-    assert answer == {
-        "accepted": False,
-        "errorCode": "RESPONSIBLE_GAMING_LIMIT",
-        "balanceAfterMinor": 10_000,
-    }
+    assert answer == {"accepted": False, "errorCode": "RESPONSIBLE_GAMING_LIMIT"}
     _, answer = await client.post(credit("c1", 100))
     assert answer["accepted"] is True
     _, answer = await client.post(balance_request())

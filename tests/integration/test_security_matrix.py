@@ -277,6 +277,9 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
         body={"launchToken": launch.json()["launchToken"]},
     )
     assert init.json()["player"] == {"operatorId": "op-b", "playerExternalId": VICTIM}
+    # op-b's namesake has a wallet account of her own (empty); alice's has money in it
+    assert wallet.ledger.balance("op-a", VICTIM, "EUR") > 0
+    assert init.json()["balance"] == {"balanceMinor": 0, "currency": "EUR"}
     namesake_token = init.json()["sessionToken"]
     prizes = seen.s2s(
         "GET /api/s2s/upgrader/prizes",
@@ -346,7 +349,14 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
 
     # -- carol's session and op-b's namesake's session on every player route ----------------
     carol_token = _session(api, OTHER)
-    for token in (carol_token, namesake_token):
+    for token, (operator_id, player) in (
+        (carol_token, ("op-a", OTHER)),
+        (namesake_token, ("op-b", VICTIM)),
+    ):
+        balance = seen.play("GET /api/play/balance", "/api/play/balance", token)
+        assert balance.json() == {"balanceMinor": 0, "currency": "EUR"}
+        read = wallet.ledger.requests_of("wallet.balance")[-1]
+        assert (read.operator_id, read.body["playerExternalId"]) == (operator_id, player)
         ok = seen.play(
             "GET /api/play/upgrader/prizes",
             "/api/play/upgrader/prizes",

@@ -639,7 +639,8 @@ def test_a_refused_debit_voids_the_round_and_its_replay_moves_nothing(
     # a refused action stays refused: its retry answers the original, even when funded now
     later = _play(api, body)
     assert (later.status_code, later.content) == (422, refused.content)
-    assert len(wallet.ledger.requests) == 1
+    # the wallet refused as interface 2.9 shows (no balance): one balance read, no more
+    assert [r.type for r in wallet.ledger.requests] == ["wallet.debit", "wallet.balance"]
     assert _error(_play(api, {**body, "wagerMinor": 2000})) == (409, "IDEMPOTENCY_CONFLICT")
     voided = {"publicId": public_id, "status": "voided"}
     assert _all_rounds(api, player) == [voided]
@@ -655,11 +656,11 @@ def test_a_refused_debit_voids_the_round_and_its_replay_moves_nothing(
     assert blocked.json()["error"]["code"] == "PLAYER_BLOCKED"
     assert blocked.json()["round"]["status"] == "voided"
     assert blocked.json()["balanceAfterMinor"] == 4000
-    # any other wallet code voids the round as WALLET_REFUSED, naming the wallet's code
+    # any other well-formed wallet code is the answer's code (decisions 4), 422
     wallet.ledger.unblock(OP, player)
     wallet.faults.configure(refuse_with="SELF_EXCLUDED", times=1)
     other = _play(api, _body(player, "spend-4"))
-    assert _error(other) == (422, "WALLET_REFUSED")
+    assert _error(other) == (422, "SELF_EXCLUDED")
     assert "SELF_EXCLUDED" in other.json()["error"]["message"]
     assert other.json()["round"]["status"] == "voided"
     assert len(wallet.ledger.requests_of("wallet.debit")) == 4
@@ -786,7 +787,14 @@ def test_a_session_plays_and_sees_only_its_own_rounds(
         "POST", "/api/play/upgrader/play", token, json={**body, "wagerMinor": "1000"}
     )
     assert _error(as_text) == (422, "VALIDATION_ERROR")
-    assert wallet.ledger.requests == []
+    # the three session inits read their player's balance; nothing else reached the wallet
+    assert [
+        (r.operator_id, r.type, r.body["playerExternalId"]) for r in wallet.ledger.requests
+    ] == [
+        (OP, "wallet.balance", player),
+        (OP, "wallet.balance", other),
+        ("op-b", "wallet.balance", player),
+    ]
     played = api.play("POST", "/api/play/upgrader/play", token, json=body)
     assert played.status_code == 200, played.text
     answer = played.json()
@@ -805,7 +813,7 @@ def test_a_session_plays_and_sees_only_its_own_rounds(
     assert (s2s_replay.status_code, s2s_replay.content) == (200, played.content)
     again = api.play("POST", "/api/play/upgrader/play", token, json=body)
     assert again.content == played.content
-    assert len(wallet.ledger.requests) == 1
+    assert len(wallet.ledger.requests) == 3 + 1  # the session inits' balance reads, one debit
 
     round_ = answer["round"]
     public_id = round_["publicId"]

@@ -89,7 +89,7 @@ def test_a_foreign_currency_round_debits_in_that_currency(api: Api, wallet) -> N
     [
         ("unfunded", 422, "INSUFFICIENT_FUNDS"),
         ("blocked", 403, "PLAYER_BLOCKED"),
-        ("limit", 422, "WALLET_REFUSED"),
+        ("limit", 422, "DAILY_LIMIT"),
     ],
 )
 def test_every_refusal_voids_the_round_and_moves_nothing(

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
+import anyio
 from litestar import Controller, Request
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
 from api.auth import bearer_token, player_guard, strict_body
 from api.errors import ERROR_RESPONSES
-from api.routes.common import PLAYER_SECURITY, S2SController, get, post
+from api.routes.common import (
+    PLAYER_SECURITY,
+    PlayerController,
+    S2SController,
+    get,
+    post,
+    runtime_of,
+    who,
+)
 from api.schemas import (
+    BalanceAnswer,
     Box,
     Boxes,
     BoxItem,
@@ -25,9 +36,15 @@ from api.schemas import (
     SessionInitRequest,
     UpgraderConfigWire,
 )
+from application.balances import (
+    SESSION_INIT_BALANCE_SECONDS,
+    balance_unavailable,
+    read_player_balance,
+)
 from application.clock import iso_utc
 from application.errors import PlatformError, game_disabled
 from application.platform import Platform
+from application.sessions import LaunchClaims
 from domain.upgrader_rules import derive_selector_config, localised_name
 
 
@@ -98,15 +115,21 @@ class PlayerSessionController(Controller):
     tags = ["player"]
     guards = [strict_body]
 
-    @post("/init", responses=ERROR_RESPONSES, status_code=200, sync_to_thread=True)
-    def init(self, state: State, data: JSONBody[SessionInitRequest]) -> SessionInitAnswer:
+    @post("/init", responses=ERROR_RESPONSES, status_code=200)
+    async def init(self, state: State, data: JSONBody[SessionInitRequest]) -> SessionInitAnswer:
         platform = _platform(state)
-        claims = platform.sessions.redeem_launch_token(data.launch_token)
-        operator = platform.directory.operators.get(claims.operator_id)
-        if operator is None or not operator.game_enabled(claims.game_key):
-            raise game_disabled()
-        token = platform.sessions.open_session(claims)
+        # the store part on a worker thread as before (sync_to_thread), then the wallet
+        claims, token = await anyio.to_thread.run_sync(_open_session, platform, data.launch_token)
+        operator = platform.directory.operators[claims.operator_id]
         config = derive_selector_config(operator.settings, operator.base, operator.base)
+        wallet = runtime_of(state).wallet
+        balance = await read_player_balance(
+            platform,
+            wallet,
+            operator.id,
+            claims.player_external_id,
+            timeout=min(SESSION_INIT_BALANCE_SECONDS, wallet.timeout_seconds),
+        )
         return SessionInitAnswer(
             session_token=token,
             idle_expiry_seconds=platform.config.service.session_idle_seconds,
@@ -114,6 +137,7 @@ class PlayerSessionController(Controller):
                 operator_id=operator.id, player_external_id=claims.player_external_id
             ),
             game=GameInfo(key=claims.game_key, config=UpgraderConfigWire.of(config)),
+            balance=_balance_wire(balance),
         )
 
     @post(
@@ -127,3 +151,38 @@ class PlayerSessionController(Controller):
     def logout(self, request: Request, state: State) -> LogoutAnswer:
         _platform(state).sessions.logout(bearer_token(request) or "")
         return LogoutAnswer(status="logged_out")
+
+
+def _open_session(platform: Platform, launch_token: str) -> tuple[LaunchClaims, str]:
+    """Redeem the launch token and open the player's session (one store call)."""
+    claims = platform.sessions.redeem_launch_token(launch_token)
+    operator = platform.directory.operators.get(claims.operator_id)
+    if operator is None or not operator.game_enabled(claims.game_key):
+        raise game_disabled()
+    return claims, platform.sessions.open_session(claims)
+
+
+def _balance_wire(read: dict[str, Any] | None) -> BalanceAnswer | None:
+    if read is None:
+        return None
+    return BalanceAnswer(balance_minor=read["balanceMinor"], currency=read["currency"])
+
+
+class PlayerWalletController(PlayerController):
+    @get("/balance", responses=ERROR_RESPONSES)
+    async def balance(
+        self, request: Request, state: State, currency: FromQuery[str | None] = None
+    ) -> BalanceAnswer:
+        """The session player's casino balance, read from the operator's wallet now
+        (``wallet.balance``): in the operator's base currency, or in ``currency`` when it
+        is one of the operator's configured currencies. 503 ``WALLET_UNAVAILABLE`` when
+        the wallet does not answer in time or answers out of contract."""
+        operator_id, player = who(request)
+        runtime = runtime_of(state)
+        read = await read_player_balance(
+            runtime.platform, runtime.wallet, operator_id, player, currency
+        )
+        answer = _balance_wire(read)
+        if answer is None:
+            raise balance_unavailable()
+        return answer

@@ -26,6 +26,7 @@
       "This game link was already used or has expired. Reopen the game from the casino site.",
     INSUFFICIENT_FUNDS: "Your casino balance is too low for this wager.",
     PLAYER_BLOCKED: "Your casino account cannot play right now. Contact the casino.",
+    WALLET_REFUSED: "Your casino did not accept this action.",
     WALLET_UNAVAILABLE: "The casino wallet did not answer, so nothing was charged.",
     SERVICE_UNAVAILABLE: "The game is briefly unavailable. Please try again in a moment.",
     GAME_DISABLED: "The Upgrader is not enabled for this casino.",
@@ -144,6 +145,7 @@
     fairness: null,
     balanceMinor: null,
     balanceCurrency: null,
+    initialBalance: null, // session/init's {balanceMinor, currency}, or null
     busy: false,
     pending: null, // a play sent whose answer never came: {path, body}
     quoteSeq: 0,
@@ -286,6 +288,7 @@
             config: answer.game.config
           };
           saveSession(session);
+          state.initialBalance = answer.balance || null; // not saved: it ages
           return session;
         }
       );
@@ -655,6 +658,27 @@
       document.querySelectorAll("#chances button, #modes button, #prizes button, .stake-toggle"),
       function (b) {
         b.disabled = disabled;
+      }
+    );
+  }
+
+  /* The balance from the start: session/init's when it is in the game's currency, else
+   * (a reload, another currency, a wallet that was slow at init) GET /api/play/balance.
+   * A play's answer that arrives first wins: it is newer. */
+  function loadBalance() {
+    var known = state.initialBalance;
+    if (known && known.currency === state.currency) {
+      setBalance(known.balanceMinor, known.currency);
+      return Promise.resolve();
+    }
+    return api("GET", "/api/play/balance" + query({ currency: state.currency })).then(
+      function (answer) {
+        if (state.balanceMinor === null) {
+          setBalance(answer.balanceMinor, answer.currency);
+        }
+      },
+      function () {
+        /* the wallet did not answer: the balance shows after the first play */
       }
     );
   }
@@ -1192,6 +1216,7 @@
         renderMode();
         renderBalance();
         return Promise.all([
+          loadBalance(),
           loadQuote(),
           refreshInventory(),
           refreshHistory(),
