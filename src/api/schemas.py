@@ -67,7 +67,13 @@ class UpgraderConfigWire(Wire):
 
     house_edge_bps: int
     chance_presets_bps: list[int]
-    default_chance_bps: int
+    default_chance_bps: Annotated[
+        int,
+        Meta(
+            description="pre-selected chance, one of chancePresetsBps; 0 when available is "
+            "false (no chance can be offered, chancePresetsBps is empty)"
+        ),
+    ]
     max_chance_bps: int
     available: bool
     min_wager_minor: int

@@ -53,7 +53,7 @@ def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> 
         "creditedMinor": request["credited_minor"],
         "currency": request["currency"],
         "balanceAfterMinor": balance_after_minor,
-        "items": [{**item, "state": "cashed_back"} for item in request["items"]],
+        "items": [{**item, "state": "cashed_back", "held": False} for item in request["items"]],
     }
 
 

@@ -26,5 +26,12 @@ def not_found(what: str) -> PlatformError:
     return PlatformError("NOT_FOUND", 404, f"{what} not found")
 
 
-def game_disabled() -> PlatformError:
-    return PlatformError("GAME_DISABLED", 403, "the Upgrader is not enabled for this operator")
+def game_disabled(game_key: str = "upgrader") -> PlatformError:
+    """403 GAME_DISABLED (decisions §7: an unknown or disabled game), naming the game."""
+    if game_key == "upgrader":
+        return PlatformError("GAME_DISABLED", 403, "the Upgrader is not enabled for this operator")
+    return PlatformError(
+        "GAME_DISABLED",
+        403,
+        f"the game {game_key[:64]!r} is unknown or not enabled for this operator",
+    )

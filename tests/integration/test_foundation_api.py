@@ -83,8 +83,12 @@ def test_launch_refusals_follow_decisions_7(api: Api) -> None:
     unknown = json.dumps({"playerExternalId": "p", "gameKey": "roulette", "target": {}})
     refused = api.s2s("POST", "/api/s2s/launches", unknown.encode())
     assert _error(refused) == (403, "GAME_DISABLED")
+    assert refused.json()["error"]["message"] == (
+        "the game 'roulette' is unknown or not enabled for this operator"
+    )
     disabled = api.s2s("POST", "/api/s2s/launches", LAUNCH, key_id="key-off", secret="secret-off-1")
     assert _error(disabled) == (403, "GAME_DISABLED")
+    assert disabled.json()["error"]["message"] == "the Upgrader is not enabled for this operator"
 
 
 def test_malformed_bodies_answer_validation_error_naming_the_field(api: Api) -> None:
@@ -232,6 +236,8 @@ def test_openapi_documents_routes_security_and_error_body(api: Api) -> None:
     }
     assert schemas["BalanceAnswer"]["required"] == ["balanceMinor", "currency"]
     assert "balance" in schemas["SessionInitAnswer"]["required"]
+    default_chance = schemas["UpgraderConfigWire"]["properties"]["defaultChanceBps"]
+    assert "0 when available is false" in default_chance["description"]
 
 
 def test_the_game_page_may_be_framed_only_by_the_operators_origins(

@@ -883,7 +883,8 @@ def test_a_refused_credit_answers_the_wallets_own_code_and_the_balance_read(
     credited = cash_out("c-ok")
     assert credited.status_code == 200, credited.text
     (entry,) = credited.json()["items"]
-    assert entry["state"] == "cashed_back"
+    assert (entry["state"], entry["held"]) == ("cashed_back", False)
+    assert set(entry) == set(_row(env, player, item))  # the fields inventory items carry
     assert wallet.ledger.net_credits("op-a") == 900
 
 

@@ -92,7 +92,7 @@ class S2SPlatformController(S2SController):
         platform = _platform(state)
         operator = platform.directory.operators[request.state.operator_id]
         if data.game_key != "upgrader" or not operator.game_enabled(data.game_key):
-            raise game_disabled()
+            raise game_disabled(data.game_key)
         if data.target:
             raise PlatformError(
                 "LAUNCH_TARGET_INVALID",
@@ -158,7 +158,7 @@ def _open_session(platform: Platform, launch_token: str) -> tuple[LaunchClaims, 
     claims = platform.sessions.redeem_launch_token(launch_token)
     operator = platform.directory.operators.get(claims.operator_id)
     if operator is None or not operator.game_enabled(claims.game_key):
-        raise game_disabled()
+        raise game_disabled(claims.game_key)
     return claims, platform.sessions.open_session(claims)
 
 
