@@ -30,13 +30,19 @@ WALLET_TIMEOUT = 1.0  # the `platform` fixture's wallet_timeout_seconds
 MARGIN = 0.75  # time the platform may take beyond a wallet wait (store commits, HTTP)
 OP = "op-a"
 KEY_B = {"key_id": "key-b", "secret": "secret-b-1"}
-STALL = 3.0  # longer than every wait of the platform on the wallet
+STALL = 2.0  # longer than every wait of the platform on the wallet (1 s) plus MARGIN
 
 
 @pytest.fixture(autouse=True)
 def money_invariant(platform: Platform, wallet: ThreadedWalletServer, api: Api) -> Iterator[None]:
-    """After the test (the server still up): no rollback owed, and debits match bets."""
+    """After the test (the server still up): no rollback owed, debits match bets, and the
+    wallet has answered every call (a stalled one is not left to die with its loop)."""
     yield
+    wait_until(
+        lambda: all(r.http_status is not None for r in wallet.ledger.requests),
+        timeout=STALL + 5,
+        what="every wallet call answered",
+    )
     wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="no open rollbacks")
     assert wallet.ledger.net_debits(OP) == settled_balance_bets(platform, OP)
 
