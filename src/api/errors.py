@@ -19,8 +19,9 @@ from litestar.exceptions import (
 )
 from litestar.openapi import ResponseSpec
 
-from application.errors import PlatformError
+from application.errors import PlatformError, outcome_unknown
 from application.sql import StoreUnavailable
+from application.store_calls import StoreOutcomeUnknown
 
 log = logging.getLogger("upgrader.api")
 
@@ -47,7 +48,12 @@ ERROR_RESPONSES = {
         413: "PAYLOAD_TOO_LARGE",
         429: "RATE_LIMITED (see Retry-After)",
         422: "VALIDATION_ERROR or a documented business refusal",
-        503: "WALLET_UNAVAILABLE or SERVICE_UNAVAILABLE",
+        503: "SERVICE_UNAVAILABLE or WALLET_UNAVAILABLE: nothing happened (no money moved, "
+        "nothing settled; an uncertain debit is rolled back), safe to treat as failed. "
+        "OUTCOME_UNKNOWN: the action may have happened (e.g. the wallet accepted the debit "
+        "and the round is still being recorded, or a cash-back credit is being confirmed "
+        "with the wallet, its items held); retry with the same clientActionId and the same "
+        "body to learn the outcome",
     }.items()
 }
 
@@ -108,6 +114,13 @@ def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
     return error_response("SERVICE_UNAVAILABLE", 503, "the platform's store is unavailable")
 
 
+def store_outcome_unknown(_: Request, exc: StoreOutcomeUnknown) -> Response:
+    """A write abandoned at its deadline after it began (the actions name theirs)."""
+    log.warning("store call abandoned after it began: %s", exc)
+    error = outcome_unknown("the action may have been recorded")
+    return error_response(error.code, error.status, error.message)
+
+
 def internal_error(request: Request, exc: Exception) -> Response:
     log.error(
         "unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
@@ -125,6 +138,7 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_failed,
     HTTPException: http_error,
     StoreUnavailable: store_unavailable,
+    StoreOutcomeUnknown: store_outcome_unknown,
     Exception: internal_error,
 }
 

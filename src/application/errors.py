@@ -35,3 +35,13 @@ def game_disabled(game_key: str = "upgrader") -> PlatformError:
         403,
         f"the game {game_key[:64]!r} is unknown or not enabled for this operator",
     )
+
+
+def outcome_unknown(what: str) -> PlatformError:
+    """503 OUTCOME_UNKNOWN: something may have happened (``what``), and a retry of the same
+    action (same clientActionId, same body) answers what did (README, "What a 503 means")."""
+    return PlatformError(
+        "OUTCOME_UNKNOWN",
+        503,
+        f"{what}; the outcome is not known yet: retry with the same clientActionId to learn it",
+    )

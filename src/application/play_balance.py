@@ -10,29 +10,40 @@
    uncertain -> ``DebitUncertain``: 503 now, and the reconciler rolls the attempt back.
 A later retry of an action whose last attempt was uncertain makes the next attempt, with
 the next idempotency key ``{publicId}:{attempt}``.
+
+Once the wallet accepted, the play is finished even when the store is slow: the settle
+gets its own, longer deadline (``in_store_after_money``), and when even that passes, or
+the store fails, the answer is 503 ``OUTCOME_UNKNOWN``, never ``SERVICE_UNAVAILABLE``:
+the settle may still land (a retry then returns the round), or the attempt is rolled back
+after the grace period (a retry then plays it again).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import anyio
-import msgspec
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import ActionLocks
-from application.errors import PlatformError
+from application.action_locks import (
+    ActionLocks,
+    action_in_progress,
+    fingerprint,
+    idempotency_conflict,
+)
+from application.errors import PlatformError, outcome_unknown
 from application.fairness_service import FairnessService
 from application.opening import round_opening
 from application.platform import Platform
 from application.round_view import play_answer, refused_debit_error, wallet_unavailable
 from application.settlement import settle_round
-from application.store_calls import in_store
+from application.sql import StoreUnavailable
+from application.store_calls import StoreOutcomeUnknown, in_store, in_store_after_money
 from application.upgrader import check_target, operator_for_mode, quote
 from application.wallet import Accepted, Refused, WalletClient
 from domain.ids import round_id
@@ -51,20 +62,7 @@ class PlayBalance:
     locale: str | None = None
 
 
-def fingerprint(*parts: Any) -> str:
-    return hashlib.sha256(msgspec.json.encode(parts)).hexdigest()[:32]
-
-
-def idempotency_conflict() -> PlatformError:
-    return PlatformError(
-        "IDEMPOTENCY_CONFLICT", 409, "this clientActionId was used with a different body"
-    )
-
-
-def action_in_progress() -> PlatformError:
-    return PlatformError(
-        "ACTION_IN_PROGRESS", 409, "this clientActionId is being played; retry shortly"
-    )
+DEBITED_NOT_RECORDED = "the wallet accepted the debit and the round is still being recorded"
 
 
 class BalancePlays:
@@ -230,7 +228,14 @@ class BalancePlays:
             read_balance_on_refusal=True,  # the refusal's balance is recorded with the void
         )
         if isinstance(outcome, Accepted):
-            return await in_store(self._settle, round_, attempt, key, outcome)
+            try:
+                return await in_store_after_money(self._settle, round_, attempt, key, outcome)
+            except StoreOutcomeUnknown:
+                raise outcome_unknown(DEBITED_NOT_RECORDED) from None
+            except PlatformError as exc:
+                if exc.code == "SERVICE_UNAVAILABLE":  # e.g. the nonce stayed contended
+                    raise outcome_unknown(DEBITED_NOT_RECORDED) from None
+                raise
         if isinstance(outcome, Refused):
             if not await in_store(self._void, rid, attempt, outcome):
                 # the attempt was declared uncertain meanwhile: answer what is recorded
@@ -239,7 +244,9 @@ class BalancePlays:
             raise refused_debit_error(
                 opening["public_id"], outcome.error_code, outcome.balance_after_minor
             )
-        await in_store(self._mark_uncertain, rid, attempt, outcome.reason)
+        # unrecorded, the attempt is declared uncertain after the grace period all the same
+        with contextlib.suppress(StoreUnavailable):
+            await in_store(self._mark_uncertain, rid, attempt, outcome.reason)
         self.wake_reconciler()
         raise wallet_unavailable()
 

@@ -4,7 +4,8 @@ The round is opened, the stake consumed, the roll made and the prize granted in 
 commit. Two actions staking the same item race on that item's version: exactly one
 commit succeeds, the other is refused ``UPGRADER_ITEM_NOT_OWNED``. A retry of the same
 action returns the original answer and never consumes twice (the round id is derived
-from the action, so a second commit of it conflicts).
+from the action, so a second commit of it conflicts). A store call abandoned at its
+deadline after it began answers ``OUTCOME_UNKNOWN``: its commit may still land.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.action_locks import ActionLocks
-from application.errors import PlatformError
+from application.action_locks import ActionLocks, fingerprint, idempotency_conflict
+from application.errors import PlatformError, outcome_unknown
 from application.fairness_service import FairnessService
 from application.items import check_item_ids, count, load_open_items, sum_uncredited
 from application.opening import round_opening
 from application.platform import Platform
-from application.play_balance import fingerprint, idempotency_conflict
 from application.round_view import play_answer
 from application.settlement import settle_round
-from application.store_calls import in_store
+from application.store_calls import StoreOutcomeUnknown, in_store_write
 from application.upgrader import Quote, check_target, operator_for_mode, quote
 from domain.ids import round_id
 from domain.inventory import InventoryItem, ItemStateError
@@ -117,7 +117,10 @@ class ItemsPlays:
             command.currency or operator.base.code,
         )
         async with self.locks.hold(rid):
-            return await in_store(self._play, command, rid, body_print)
+            try:
+                return await in_store_write(self._play, command, rid, body_print)
+            except StoreOutcomeUnknown:  # its one commit may still land
+                raise outcome_unknown("the play may have been recorded") from None
 
     def _existing(self, rid: UUID, body_print: str) -> dict[str, Any] | None:
         try:

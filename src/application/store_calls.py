@@ -3,9 +3,20 @@
 The event store's PostgreSQL recorder retries a failing call ten times, each waiting
 for a connection, so while the database is down a request could be held for close to
 a minute. Instead, a request's store call gets ``STORE_DEADLINE_SECONDS``: past it the
-request answers 503 ``SERVICE_UNAVAILABLE`` and the thread is abandoned. If its write
-lands later, it leaves a state the platform already recovers from: a debit intent with
-no answer is rolled back by the reconciler, a late settlement is what a retry returns.
+thread is abandoned and the request answers 503. Which 503 depends on what the call
+may still do (the README's "What a 503 means" says it for operators):
+
+- ``in_store``: a read, or a write whose late landing changes nothing a client must
+  learn (a debit intent with no wallet call is rolled back by the reconciler and moves
+  nothing): ``StoreUnavailable``, answered ``SERVICE_UNAVAILABLE``.
+- ``in_store_write``: a write that is an outcome in itself (an items play, a shipping
+  request, a cash-back's held items): abandoned before it started, it never runs
+  (``StoreUnavailable``); abandoned once it ran, its commit may still land
+  (``StoreOutcomeUnknown``, answered ``OUTCOME_UNKNOWN``).
+- ``in_store_after_money``: the call that records a money move the wallet already
+  accepted. It skips the breaker (it must be tried) and waits up to
+  ``FINISH_DEADLINE_SECONDS``, longer than a plain call, so that a slow store still
+  finishes the play; past that, or on any store failure, ``StoreOutcomeUnknown``.
 
 When a call fails that way and a direct connection probe (1 s) fails too, the store is
 taken as down for ``BREAKER_SECONDS``: calls in that window answer 503 at once instead
@@ -31,9 +42,13 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from eventsourcing.persistence import InterfaceError, OperationalError
+
 from application.sql import StoreUnavailable
 
 STORE_DEADLINE_SECONDS = 3.0
+# the store call after the wallet accepted (settle, record a credit): its own, longer wait
+FINISH_DEADLINE_SECONDS = 6.0
 BREAKER_SECONDS = 1.0
 T = TypeVar("T")
 
@@ -73,6 +88,10 @@ class StoreThreads:
         self._idle = 0  # threads waiting minus queued jobs no thread has taken yet
 
     def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        return self.start(fn, args).future
+
+    def start(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> _Job:
+        """Queue a call; its answer comes on ``job.future`` (see ``started``)."""
         loop = asyncio.get_running_loop()
         job = _Job(loop, loop.create_future(), fn, args)
         with self._lock:
@@ -85,7 +104,14 @@ class StoreThreads:
             self._spawn(idle_if_failed=0)
         self._jobs.put(job)
         job.future.add_done_callback(lambda _, job=job: self._gave_up(job))
-        return job.future
+        return job
+
+    def started(self, job: _Job) -> bool:
+        """Whether a job whose future was cancelled had begun to run. False: a thread
+        that takes it skips it (it reads the cancellation under the same lock), so the
+        call never runs."""
+        with self._lock:
+            return job.state != _QUEUED
 
     def _spawn(self, *, idle_if_failed: int) -> None:
         try:
@@ -188,18 +214,54 @@ def set_probe(probe: Callable[[], bool]) -> None:
     _probe = probe
 
 
+class StoreOutcomeUnknown(StoreUnavailable):
+    """A store call that writes was given up on after it began: its commit may land."""
+
+
+async def _call(fn: Callable[..., T], args: tuple[Any, ...], deadline: float) -> T:
+    """The call's answer; ``StoreOutcomeUnknown`` when abandoned after it began, a plain
+    ``StoreUnavailable`` when abandoned before (it never runs)."""
+    job = _threads.start(fn, args)
+    try:
+        async with asyncio.timeout(deadline):
+            return await job.future
+    except TimeoutError:
+        future = job.future
+        if future.done() and not future.cancelled():  # answered as the deadline struck
+            return future.result()
+        if _threads.started(job):
+            raise StoreOutcomeUnknown("a store call exceeded its deadline") from None
+        raise StoreUnavailable("a store call exceeded its deadline") from None
+
+
 async def in_store(fn: Callable[..., T], *args: Any) -> T:
+    """A read, or a write whose late landing needs no answer (see the module docstring)."""
+    try:
+        return await in_store_write(fn, *args)
+    except StoreOutcomeUnknown as exc:
+        raise StoreUnavailable(str(exc)) from None
+
+
+async def in_store_write(fn: Callable[..., T], *args: Any) -> T:
+    """A write that is an outcome: ``StoreOutcomeUnknown`` when it may still land."""
     if time.monotonic() < _down_until:
         raise StoreUnavailable("the store did not answer a moment ago")
     try:
-        async with asyncio.timeout(STORE_DEADLINE_SECONDS):
-            return await _threads.submit(fn, args)
-    except TimeoutError:
-        await _trip_if_down()
-        raise StoreUnavailable("a store call exceeded its deadline") from None
+        return await _call(fn, args, STORE_DEADLINE_SECONDS)
     except StoreUnavailable:
         await _trip_if_down()
         raise
+
+
+async def in_store_after_money(fn: Callable[..., T], *args: Any) -> T:
+    """The store call recording what the wallet accepted: no breaker, its own deadline,
+    and any store failure is ``StoreOutcomeUnknown`` (the money has moved)."""
+    try:
+        return await _call(fn, args, FINISH_DEADLINE_SECONDS)
+    except StoreOutcomeUnknown:
+        raise
+    except (StoreUnavailable, OperationalError, InterfaceError) as exc:
+        raise StoreOutcomeUnknown(f"recording failed: {type(exc).__name__}") from exc
 
 
 async def _trip_if_down() -> None:

@@ -1,5 +1,6 @@
 """The store-call threads (application/store_calls.py): answers, errors, the thread
-limit, the deadline that abandons a call, and a call given up before it started."""
+limit, the deadline that abandons a call, a call given up before it started, and what
+each kind of store call answers when it is abandoned."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from application import store_calls
 from application.sql import StoreUnavailable
-from application.store_calls import StoreThreads
+from application.store_calls import StoreOutcomeUnknown, StoreThreads
 
 
 class Boom(Exception):
@@ -158,3 +159,63 @@ async def test_stop_ends_the_threads_once_their_jobs_are_done() -> None:
     for worker in workers:
         await asyncio.to_thread(worker.join, 2.0)
     assert [worker.is_alive() for worker in workers] == [False, False, False]
+
+
+async def test_a_write_abandoned_after_it_began_may_land_one_never_begun_never_runs(
+    monkeypatch,
+) -> None:
+    """``in_store_write`` tells the two apart: a call that began may still commit
+    (StoreOutcomeUnknown); a call still queued at the deadline never runs (a plain
+    StoreUnavailable). ``in_store`` answers both as StoreUnavailable."""
+    threads = StoreThreads(1)
+    monkeypatch.setattr(store_calls, "_threads", threads)
+    monkeypatch.setattr(store_calls, "STORE_DEADLINE_SECONDS", 0.1)
+    monkeypatch.setattr(store_calls, "_probe", lambda: True)
+    release = threading.Event()
+    ran: list[str] = []
+
+    def write(name: str) -> None:
+        ran.append(name)
+        release.wait(5.0)
+
+    holder = threads.submit(release.wait, (5.0,))  # the one thread, for a caller that waits
+    with pytest.raises(StoreUnavailable) as queued:
+        await store_calls.in_store_write(write, "queued")
+    assert type(queued.value) is StoreUnavailable
+    release.set()
+    assert await holder is True
+    release.clear()
+
+    with pytest.raises(StoreOutcomeUnknown):
+        await store_calls.in_store_write(write, "began")
+    with pytest.raises(StoreUnavailable) as read:
+        await store_calls.in_store(write, "read")
+    assert type(read.value) is StoreUnavailable
+    release.set()
+    assert await store_calls.in_store_write(lambda: "next") == "next"
+    assert ran == ["began", "read"]
+
+
+async def test_the_call_after_money_skips_the_breaker_and_has_its_own_deadline(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(store_calls, "STORE_DEADLINE_SECONDS", 0.05)
+    monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(store_calls, "_down_until", time.monotonic() + 60)  # breaker open
+    with pytest.raises(StoreUnavailable, match="a moment ago"):
+        await store_calls.in_store(lambda: "read")
+    # slower than the plain deadline, within its own: answered
+    assert await store_calls.in_store_after_money(lambda: time.sleep(0.2) or "settled") == (
+        "settled"
+    )
+
+    def fails() -> None:
+        raise StoreUnavailable("connection lost")
+
+    with pytest.raises(StoreOutcomeUnknown, match="StoreUnavailable"):
+        await store_calls.in_store_after_money(fails)
+    monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 0.05)
+    release = threading.Event()
+    with pytest.raises(StoreOutcomeUnknown):
+        await store_calls.in_store_after_money(release.wait, 5.0)
+    release.set()
