@@ -6,7 +6,12 @@
    refused   -> ``CreditRefused`` + items released (unresolved again); the caller may
                 retry the same action, which re-prices and makes the next attempt;
    uncertain -> ``CreditUncertain``; the items stay held, and the SAME key is retried by
-                the reconciler (or by the caller's retry) until the wallet answers.
+                the reconciler (or by the caller's retry) until the wallet answers. The
+                answer is 503 ``OUTCOME_UNKNOWN``: money may have moved, and a retry of
+                the action (same clientActionId) answers what the wallet said.
+A credit whose recording outlives the store deadline answers ``OUTCOME_UNKNOWN`` too.
+Copies of an action answer from its record (module ``_prepare``); a copy that meets the
+attempt in flight in another request waits for that request's answer.
 """
 
 from __future__ import annotations
@@ -16,16 +21,26 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+import anyio
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import ActionLocks
-from application.errors import PlatformError
+from application.action_locks import (
+    ActionLocks,
+    action_in_progress,
+    fingerprint,
+    idempotency_conflict,
+)
+from application.errors import PlatformError, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
-from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
 from application.round_view import wallet_refusal, wallet_unavailable
-from application.store_calls import in_store
+from application.store_calls import (
+    StoreOutcomeUnknown,
+    in_store,
+    in_store_after_money,
+    in_store_write,
+)
 from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
 from domain.ids import inventory_item_id
@@ -146,6 +161,16 @@ async def send_credit(
     )
 
 
+CREDIT_PENDING = "the credit is being confirmed with the wallet and the items stay held"
+
+
+@dataclass(frozen=True)
+class _AwaitOther:
+    """The action's credit attempt is in flight in another request: wait for its answer."""
+
+    attempt: int
+
+
 class Cashouts:
     def __init__(self, platform: Platform, wallet: WalletClient, wake_reconciler: Any) -> None:
         self.platform = platform
@@ -160,10 +185,16 @@ class Cashouts:
             "cashout", sorted(command.inventory_item_ids), command.currency or operator.base.code
         )
         async with self.locks.hold(cid):
-            attempt = await in_store(self._prepare_retrying, command, cid, body_print)
-            if isinstance(attempt, dict):
-                return attempt
-            return await self._credit(cid, attempt)
+            try:
+                step = await in_store_write(self._prepare, command, cid, body_print)
+            except StoreOutcomeUnknown:  # the held items and the attempt may still land
+                raise outcome_unknown("the cash-back may have been recorded") from None
+            if isinstance(step, dict):
+                return step
+            if isinstance(step, _AwaitOther):
+                return await self._await_other(cid, step.attempt)
+            cashout, attempt = step
+            return await self._credit(cashout, attempt)
 
     def _load(self, cid: UUID) -> Cashout | None:
         try:
@@ -171,30 +202,52 @@ class Cashouts:
         except AggregateNotFoundError:
             return None
 
-    def _prepare_retrying(
+    def _prepare(
         self, command: CashoutCommand, cid: UUID, body_print: str
-    ) -> int | dict[str, Any]:
-        """Retried on a write conflict: the loser then meets the items' new state."""
+    ) -> dict[str, Any] | _AwaitOther | tuple[Cashout, int]:
+        """The answer of a finished action, an attempt to wait for, or the attempt to send.
+
+        A check that fails, or a commit that conflicts, because a copy of the action was
+        recorded meanwhile (here or in another process) looks again and goes by that
+        record: every copy gets the original answer, a different body 409."""
         for _ in range(3):
+            existing = self._load(cid)
+            if existing is not None:
+                known = self._known(existing, body_print)
+                if known is not None:
+                    return known
             try:
-                return self._prepare(command, cid, body_print)
+                return self._attempt(command, cid, body_print, existing)
             except IntegrityError:
                 continue
+            except PlatformError:
+                again = self._load(cid)
+                if again is None or (existing is not None and again.version == existing.version):
+                    raise  # no copy changed the record: the refusal stands
         raise action_in_progress()
 
-    def _prepare(self, command: CashoutCommand, cid: UUID, body_print: str) -> int | dict[str, Any]:
-        """The answer of a finished action, or the attempt to send now."""
-        existing = self._load(cid)
-        if existing is not None:
-            if existing.request["fingerprint"] != body_print:
-                raise idempotency_conflict()
-            if existing.status == "credited":
-                return cashout_answer(existing.request, existing.outcome["balance_after_minor"])
-            pending = [
-                a for a, e in existing.attempts.items() if e["state"] in ("in_flight", "uncertain")
-            ]
-            if pending:
-                return pending[0]  # re-send the same key: the wallet de-duplicates it
+    def _known(
+        self, existing: Cashout, body_print: str
+    ) -> dict[str, Any] | _AwaitOther | tuple[Cashout, int] | None:
+        """What a recorded action answers; None when it needs a new attempt (refused)."""
+        if existing.request["fingerprint"] != body_print:
+            raise idempotency_conflict()
+        if existing.status == "credited":
+            return cashout_answer(existing.request, existing.outcome["balance_after_minor"])
+        for attempt, entry in existing.attempts.items():
+            if entry["state"] == "in_flight":
+                grace = self.platform.config.service.uncertain_debit_grace_seconds
+                if self.platform.clock.now() - entry["at"] < grace:
+                    return _AwaitOther(attempt)
+                return existing, attempt  # its request is gone: re-send the same key
+            if entry["state"] == "uncertain":
+                return existing, attempt  # re-send the same key: the wallet de-duplicates it
+        return None
+
+    def _attempt(
+        self, command: CashoutCommand, cid: UUID, body_print: str, existing: Cashout | None
+    ) -> tuple[Cashout, int]:
+        """Check, price and record the next credit attempt with the items held."""
         check_item_ids(command.inventory_item_ids, "inventoryItemIds")
         operator = self.platform.directory.operators[command.operator_id]
         if not operator.config.wallet_url:
@@ -244,22 +297,43 @@ class Cashouts:
         for item in items:
             item.hold_for_cashout(public_id, now)
         self.platform.events.save(cashout, *items)
-        return attempt
+        return cashout, attempt
 
-    async def _credit(self, cid: UUID, attempt: int) -> dict[str, Any]:
-        cashout = await in_store(self.platform.events.repository.get, cid)
+    async def _await_other(self, cid: UUID, attempt: int) -> dict[str, Any]:
+        """Another request sends this attempt: wait (up to the wallet timeout) for its
+        recorded answer rather than send the same key alongside it."""
+        deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
+        while anyio.current_time() < deadline:
+            cashout = await in_store(self.platform.events.repository.get, cid)
+            if cashout.attempt_state(attempt) != "in_flight":
+                return self._recorded_answer(cashout, attempt)
+            await asyncio.sleep(0.05)
+        raise action_in_progress()
+
+    async def _credit(self, cashout: Cashout, attempt: int) -> dict[str, Any]:
         if cashout.request["credited_minor"] == 0:
             outcome: WalletOutcome = Accepted(None, None)
         else:
             outcome = await send_credit(
                 self.platform, self.wallet, cashout, attempt, read_balance_on_refusal=True
             )
-        await in_store(record_credit_outcome, self.platform, cid, attempt, outcome)
-        cashout = await in_store(self.platform.events.repository.get, cid)
+        try:
+            recorded = await in_store_after_money(self._record, cashout.id, attempt, outcome)
+        except StoreOutcomeUnknown:  # unrecorded: the reconciler re-sends the same key
+            self.wake_reconciler()
+            raise outcome_unknown(CREDIT_PENDING) from None
+        return self._recorded_answer(recorded, attempt)
+
+    def _record(self, cid: UUID, attempt: int, outcome: WalletOutcome) -> Cashout:
+        record_credit_outcome(self.platform, cid, attempt, outcome)
+        return self.platform.events.repository.get(cid)
+
+    def _recorded_answer(self, cashout: Cashout, attempt: int) -> dict[str, Any]:
+        """The answer of an attempt as recorded: every copy answers the same bytes."""
         if cashout.status == "credited":
             return cashout_answer(cashout.request, cashout.outcome["balance_after_minor"])
-        if isinstance(outcome, Refused):
-            raise refused_credit_error(outcome.error_code, outcome.balance_after_minor)
-        self.wake_reconciler()
-        await asyncio.sleep(0)
-        raise wallet_unavailable()
+        if cashout.attempt_state(attempt) == "refused":
+            outcome = cashout.outcome
+            raise refused_credit_error(outcome["error_code"], outcome["balance_after_minor"])
+        self.wake_reconciler()  # uncertain: the reconciler re-sends the same key
+        raise outcome_unknown(CREDIT_PENDING)

@@ -1,18 +1,24 @@
-"""Shipping requests for fulfillable items (decisions §8): one commit, each item once."""
+"""Shipping requests for fulfillable items (decisions §8): one commit, each item once.
+
+No in-process lock: copies of one action race to the store, whose uniqueness of the
+shipment's id (and of each item's next version) lets exactly one commit; every other
+copy answers from that commit's record."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
+from application.action_locks import action_in_progress, fingerprint, idempotency_conflict
 from application.cashout import item_not_available
-from application.errors import PlatformError, not_found
+from application.errors import PlatformError, not_found, outcome_unknown
 from application.items import check_item_ids, listed_item_wire, load_open_items
 from application.platform import Platform
-from application.play_balance import action_in_progress, fingerprint, idempotency_conflict
+from application.store_calls import StoreOutcomeUnknown, in_store_write
 from domain.cashout import Shipment
 
 
@@ -30,16 +36,11 @@ def shipping_answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
-    """Retried once on a write conflict: the loser then meets the item's new state."""
-    for _ in range(3):
-        try:
-            return _request_shipping(platform, command)
-        except IntegrityError:
-            continue
-    raise action_in_progress()
+    """The shipping request's answer, the original one for every copy of the action.
 
-
-def _request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+    A copy that meets the action's record answers from it (409 when its body differs);
+    one whose checks fail, or whose commit conflicts, because a copy was recorded
+    meanwhile (in this process or another) looks again and answers from that record."""
     body_print = fingerprint(
         "shipping", sorted(command.inventory_item_ids), sorted(command.address.items())
     )
@@ -49,14 +50,48 @@ def _request_shipping(platform: Platform, command: ShippingCommand) -> dict[str,
         "client_action_id": command.client_action_id,
     }
     sid = Shipment.create_id(request_key)
+    for _ in range(3):
+        known = _recorded_answer(platform, sid, body_print)
+        if known is not None:
+            return known
+        try:
+            return _new_request(platform, command, request_key, sid, body_print)
+        except IntegrityError:
+            continue  # a copy or another action took the items first: look again
+        except PlatformError:
+            known = _recorded_answer(platform, sid, body_print)
+            if known is None:
+                raise
+            return known
+    raise action_in_progress()
+
+
+async def ship(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+    """``request_shipping`` as a request's store call: one commit, which may still land
+    when the call is abandoned at its deadline after it began (``OUTCOME_UNKNOWN``)."""
+    try:
+        return await in_store_write(request_shipping, platform, command)
+    except StoreOutcomeUnknown:
+        raise outcome_unknown("the shipping request may have been recorded") from None
+
+
+def _recorded_answer(platform: Platform, sid: UUID, body_print: str) -> dict[str, Any] | None:
     try:
         existing: Shipment = platform.events.repository.get(sid)
     except AggregateNotFoundError:
-        existing = None
-    if existing is not None:
-        if existing.request["fingerprint"] != body_print:
-            raise idempotency_conflict()
-        return shipping_answer(existing.request)
+        return None
+    if existing.request["fingerprint"] != body_print:
+        raise idempotency_conflict()
+    return shipping_answer(existing.request)
+
+
+def _new_request(
+    platform: Platform,
+    command: ShippingCommand,
+    request_key: dict[str, str],
+    sid: UUID,
+    body_print: str,
+) -> dict[str, Any]:
     check_item_ids(command.inventory_item_ids, "inventoryItemIds")
     operator = platform.directory.operators[command.operator_id]
     items = load_open_items(
@@ -96,8 +131,6 @@ def _request_shipping(platform: Platform, command: ShippingCommand) -> dict[str,
 def mark_shipped(platform: Platform, shipment_public_id: str) -> list[int]:
     """The fulfilment side: a requested shipment left the warehouse; its items become
     ``shipped`` (one commit with the shipment's ``ShipmentDispatched``)."""
-    from uuid import UUID
-
     from domain.cashout import CashoutStateError
     from domain.ids import inventory_item_id
 

@@ -418,7 +418,7 @@ def test_an_unavailable_or_foreign_stake_is_refused_and_changes_nothing(
     assert _cash_out(env, player, "cash", [cashed]).status_code == 200
     assert _ship(env, player, "ship", [shipped]).status_code == 200
     wallet.faults.configure(status_5xx=503, only_types={"wallet.credit"})
-    assert error_of(_cash_out(env, player, "pending", [held])) == (503, "WALLET_UNAVAILABLE")
+    assert error_of(_cash_out(env, player, "pending", [held])) == (503, "OUTCOME_UNKNOWN")
     held_row = _row(env, player, held)
     assert (held_row["state"], held_row["held"], held_row["cashbackMinor"]) == (
         "unresolved",
@@ -907,7 +907,12 @@ def test_an_uncertain_credit_holds_the_item_and_is_resent_with_the_same_key(
     wallet.faults.configure(only_types={"wallet.credit"}, **fault)
     started = time.monotonic()
     response = _cash_out(env, player, "c-1", [item])
-    assert error_of(response) == (503, "WALLET_UNAVAILABLE")
+    # money may have moved: not "nothing happened", and the words say what goes on
+    assert error_of(response) == (503, "OUTCOME_UNKNOWN")
+    assert response.json()["error"]["message"] == (
+        "the credit is being confirmed with the wallet and the items stay held; the outcome "
+        "is not known yet: retry with the same clientActionId to learn it"
+    )
     assert time.monotonic() - started < WALLET_TIMEOUT + 1.0
 
     # held: not stakeable, not cashable by another action, shown as held

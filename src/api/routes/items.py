@@ -33,8 +33,7 @@ from application.cashout import CashoutCommand
 from application.errors import validation_error
 from application.items import listed_item_wire
 from application.play_items import PlayItems, stake_quote
-from application.shipping import ShippingCommand, request_shipping
-from application.store_calls import in_store
+from application.shipping import ShippingCommand, ship
 from projections.inventory import ITEM_STATES, list_items
 
 StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]
@@ -169,7 +168,7 @@ class S2SItemsController(S2SController):
             inventory_item_ids=list(data.inventory_item_ids),
             address=dict(data.address),
         )
-        return await in_store(request_shipping, runtime_of(state).platform, command)
+        return await ship(runtime_of(state).platform, command)
 
 
 class PlayerItemsController(PlayerController):
