@@ -178,7 +178,8 @@ def run(platform: Platform, player: str, wager_minor: int | None) -> int:
         print(f"   {item['publicId']}  {item['status']:8} {result}")
 
     print("6. rotate the seeds and verify the round here")
-    rotated = platform.play("rotate", "POST", "/api/play/fairness/rotate", {})
+    rotation = {"clientActionId": str(uuid.uuid4())}  # a re-sent rotation rotates once
+    rotated = platform.play("rotate", "POST", "/api/play/fairness/rotate", rotation)
     server_seed = rotated["previous"]["serverSeed"]
     fairness = round_["fairness"]
     hash_ok = hashlib.sha256(server_seed.encode()).hexdigest() == fairness["serverSeedHash"]

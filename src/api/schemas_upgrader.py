@@ -33,10 +33,17 @@ class S2SPlayBody(PlayBody, kw_only=True):
 
 
 class RotateBody(Wire):
+    """POST /api/play/fairness/rotate. ``clientActionId`` is optional (README, "Provable
+    fairness"): with it, a copy answers the original rotation and rotates nothing."""
+
     client_seed: ClientSeed | None = None
+    client_action_id: ClientActionId | None = None
 
 
 class S2SRotateBody(RotateBody, kw_only=True):
+    """POST /api/s2s/fairness/rotate. Without ``clientActionId`` the signed request
+    itself is the action (its X-Signature): a replay of it rotates nothing."""
+
     player_external_id: PlayerId
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError, Repository
 from eventsourcing.persistence import IntegrityError
 
+from application.action_locks import fingerprint, idempotency_conflict
 from application.clock import iso_utc
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
@@ -114,31 +115,65 @@ class FairnessService:
             "revealed": [revealed_wire(entry) for entry in reversed(fairness.revealed)],
         }
 
-    def rotate(self, operator_id: str, player: str, client_seed: str | None) -> dict[str, Any]:
+    def rotate(
+        self,
+        operator_id: str,
+        player: str,
+        client_seed: str | None,
+        action_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Reveal the active seed and start the next pair. ``action_key`` names the
+        client action (README, "Provable fairness"): a copy of it answers the original
+        rotation byte for byte and rotates nothing; another body under it answers 409.
+        Racing copies conflict on the aggregate's version, and the losers find the
+        winner's rotation when they look again."""
         if client_seed is not None and not is_valid_client_seed(client_seed):
             raise validation_error("clientSeed: must be 1 to 64 printable ASCII characters")
+        body_print = fingerprint("rotate", client_seed)
+        action = None if action_key is None else {"key": action_key, "fingerprint": body_print}
         for _ in range(5):
             fairness = self._saved(operator_id, player)
+            if action_key is not None and action_key in fairness.rotations:
+                if fairness.rotations[action_key]["fingerprint"] != body_print:
+                    raise idempotency_conflict()
+                return rotation_answer(fairness, action_key)
             revealed = fairness.rotate(
                 server_seed=self.server_seed(fairness.server_seed_hash),
                 next_server_seed_hash=self._new_server_seed_hash(),
                 next_client_seed=client_seed or new_client_seed(),
                 at=self.platform.clock.now(),
+                action=action,
             )
             try:
                 self.platform.events.save(fairness)
             except IntegrityError:
                 continue
-            return {
-                "previous": {
-                    "serverSeed": revealed["server_seed"],
-                    "serverSeedHash": revealed["server_seed_hash"],
-                    "clientSeed": revealed["client_seed"],
-                    "lastNonce": revealed["last_nonce"],
-                },
-                "active": active_wire(fairness),
-            }
+            if action_key is not None:
+                return rotation_answer(fairness, action_key)
+            return {"previous": previous_wire(revealed), "active": active_wire(fairness)}
         raise PlatformError("SERVICE_UNAVAILABLE", 503, "fairness state is contended; retry")
+
+
+def previous_wire(revealed: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "serverSeed": revealed["server_seed"],
+        "serverSeedHash": revealed["server_seed_hash"],
+        "clientSeed": revealed["client_seed"],
+        "lastNonce": revealed["last_nonce"],
+    }
+
+
+def rotation_answer(fairness: PlayerFairness, action_key: str) -> dict[str, Any]:
+    """A recorded rotation's answer, as it was given (the pair it started, at nonce 0)."""
+    rotation = fairness.rotations[action_key]
+    return {
+        "previous": previous_wire(fairness.revealed[rotation["revealed"]]),
+        "active": {
+            "serverSeedHash": rotation["server_seed_hash"],
+            "clientSeed": rotation["client_seed"],
+            "nonce": 0,
+        },
+    }
 
 
 def active_wire(fairness: PlayerFairness) -> dict[str, Any]:

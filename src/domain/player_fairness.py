@@ -41,6 +41,8 @@ class PlayerFairness(Aggregate):
         self.client_seed = client_seed
         self.nonce = 0
         self.revealed: list[dict[str, Any]] = []
+        # rotations made as a client action: action key -> what the rotation's answer shows
+        self.rotations: dict[str, dict[str, Any]] = {}
 
     def use_nonce(self, round_public_id: str) -> int:
         """The nonce for one roll with the active pair (recorded as an event)."""
@@ -53,9 +55,19 @@ class PlayerFairness(Aggregate):
         self.nonce = nonce + 1
 
     def rotate(
-        self, server_seed: str, next_server_seed_hash: str, next_client_seed: str, at: float
+        self,
+        server_seed: str,
+        next_server_seed_hash: str,
+        next_client_seed: str,
+        at: float,
+        action: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Reveal the active seed and start the next pair; returns the revealed entry."""
+        """Reveal the active seed and start the next pair; returns the revealed entry.
+
+        ``action`` (``{key, fingerprint}``) names the client action that asked for it, so
+        that a copy of that action answers this rotation instead of rotating again."""
+        if action is not None and action["key"] in self.rotations:
+            raise ValueError("this action has rotated the seeds already")
         if seed_hash(server_seed) != self.server_seed_hash:
             raise SeedMismatch("the revealed seed does not match the committed hash")
         if not is_valid_client_seed(next_client_seed):
@@ -69,6 +81,7 @@ class PlayerFairness(Aggregate):
             next_server_seed_hash=next_server_seed_hash,
             next_client_seed=next_client_seed,
             at=at,
+            action=action,
         )
         return self.revealed[-1]
 
@@ -83,6 +96,7 @@ class PlayerFairness(Aggregate):
         next_server_seed_hash: str,
         next_client_seed: str,
         at: float,
+        action: dict[str, str] | None = None,  # added later: older events have none
     ) -> None:
         self.revealed.append(
             {
@@ -94,6 +108,13 @@ class PlayerFairness(Aggregate):
                 "revealed_at": at,
             }
         )
+        if action is not None:
+            self.rotations[action["key"]] = {
+                "fingerprint": action["fingerprint"],
+                "revealed": len(self.revealed) - 1,
+                "server_seed_hash": next_server_seed_hash,
+                "client_seed": next_client_seed,
+            }
         self.server_seed_hash = next_server_seed_hash
         self.client_seed = next_client_seed
         self.nonce = 0

@@ -34,6 +34,7 @@ from api.schemas_upgrader import (
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
 from application.upgrader import Quote, operator_for_mode, quote
+from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
 
 # The guard counts the play against the player's plays per second (with the key's or
@@ -119,6 +120,11 @@ def rounds_page(
     return {"rounds": rounds, "nextCursor": None if next_cursor is None else str(next_cursor)}
 
 
+def rotate_action(client_action_id: str | None) -> str | None:
+    """A rotate's action key: the client's (shared by both APIs, as a play's is)."""
+    return None if client_action_id is None else f"client:{client_action_id}"
+
+
 class S2SUpgraderController(S2SController):
     # In memory only (the price index): answered on the event loop, no thread hand-off.
     @get("/upgrader/prizes", sync_to_thread=False, responses=ERROR_RESPONSES)
@@ -168,8 +174,13 @@ class S2SUpgraderController(S2SController):
 
     @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
     def rotate(self, request: Request, state: State, data: JSONBody[S2SRotateBody]) -> RotateAnswer:
+        # without a clientActionId, the signed request is the action: a replay of the
+        # same bytes within the skew window carries the same signature
+        action = rotate_action(data.client_action_id)
+        if action is None:
+            action = f"signature:{request.headers[HEADER_SIGNATURE]}"
         return runtime_of(state).fairness.rotate(
-            request.state.operator_id, data.player_external_id, data.client_seed
+            request.state.operator_id, data.player_external_id, data.client_seed, action
         )
 
 
@@ -210,4 +221,6 @@ class PlayerUpgraderController(PlayerController):
 
     @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
     def rotate(self, request: Request, state: State, data: JSONBody[RotateBody]) -> RotateAnswer:
-        return runtime_of(state).fairness.rotate(*who(request), data.client_seed)
+        return runtime_of(state).fairness.rotate(
+            *who(request), data.client_seed, rotate_action(data.client_action_id)
+        )
