@@ -8,7 +8,8 @@
  *
  * Plays carry a fresh clientActionId each (crypto.randomUUID); a play whose answer was
  * lost is re-sent with the SAME id, so the platform answers the original round and never
- * debits twice. Every refusal is shown in words with its code.
+ * debits twice. A seed rotation carries one too. Every refusal is shown in words with its
+ * code.
  */
 (function () {
   "use strict";
@@ -29,6 +30,7 @@
     WALLET_REFUSED: "Your casino did not accept this action.",
     WALLET_UNAVAILABLE: "The casino wallet did not answer, so nothing was charged.",
     SERVICE_UNAVAILABLE: "The game is briefly unavailable. Please try again in a moment.",
+    OUTCOME_UNKNOWN: "This is still being confirmed. Try again in a moment to see the result.",
     GAME_DISABLED: "The Upgrader is not enabled for this casino.",
     UPGRADER_MODE_DISABLED: "This stake mode is switched off by the casino.",
     UPGRADER_WAGER_OUT_OF_RANGE: "The wager is outside the allowed range.",
@@ -148,6 +150,7 @@
     initialBalance: null, // session/init's {balanceMinor, currency}, or null
     busy: false,
     pending: null, // a play sent whose answer never came: {path, body}
+    cashouts: {}, // inventoryItemId -> the body of a cash-back whose outcome is not known yet
     quoteSeq: 0,
     quoteTimer: null,
     quoteStale: false,
@@ -595,7 +598,8 @@
     var attempt = 0;
     function once() {
       return api("POST", action.path, action.body).catch(function (error) {
-        var retriable = error.code === "NETWORK_ERROR" || error.code === "ACTION_IN_PROGRESS";
+        var retriable = error.code === "NETWORK_ERROR" || error.code === "ACTION_IN_PROGRESS" ||
+          error.code === "OUTCOME_UNKNOWN";
         if (retriable && attempt < PLAY_RETRIES) {
           attempt += 1;
           return sleep(400 * attempt).then(once);
@@ -626,9 +630,11 @@
         });
       },
       function (error) {
-        // A lost answer or a wallet that did not answer: the same action may be retried.
+        // A lost answer or a wallet that did not answer: the same action may be retried
+        // (after OUTCOME_UNKNOWN it must be: the retry tells what happened).
         var keep = error.code === "NETWORK_ERROR" || error.code === "WALLET_UNAVAILABLE" ||
-          error.code === "ACTION_IN_PROGRESS" || error.code === "SERVICE_UNAVAILABLE";
+          error.code === "ACTION_IN_PROGRESS" || error.code === "SERVICE_UNAVAILABLE" ||
+          error.code === "OUTCOME_UNKNOWN";
         if (!keep) {
           state.pending = null;
         }
@@ -905,9 +911,13 @@
 
   function cashout(item, button) {
     button.disabled = true;
-    var body = { clientActionId: newActionId(), inventoryItemIds: [item.inventoryItemId] };
+    var id = item.inventoryItemId;
+    // a cash-back whose outcome is not known yet is asked again with the same action
+    var body = state.cashouts[id] || { clientActionId: newActionId(), inventoryItemIds: [id] };
+    state.cashouts[id] = body;
     api("POST", "/api/play/cashout", body).then(
       function (answer) {
+        delete state.cashouts[id];
         if (typeof answer.balanceAfterMinor === "number") {
           setBalance(answer.balanceAfterMinor, answer.currency);
         }
@@ -918,6 +928,11 @@
         refreshInventory();
       },
       function (error) {
+        var unknown = error.code === "OUTCOME_UNKNOWN" || error.code === "NETWORK_ERROR" ||
+          error.code === "ACTION_IN_PROGRESS";
+        if (!unknown) {
+          delete state.cashouts[id];
+        }
         button.disabled = false;
         showNotice(error.message, "error");
       }
@@ -1031,7 +1046,11 @@
       return;
     }
     $("rotate").disabled = true;
-    api("POST", "/api/play/fairness/rotate", seed ? { clientSeed: seed } : {}).then(
+    var body = { clientActionId: newActionId() }; // a re-sent rotation rotates once
+    if (seed) {
+      body.clientSeed = seed;
+    }
+    api("POST", "/api/play/fairness/rotate", body).then(
       function (answer) {
         $("new-client-seed").value = "";
         showNotice("Seeds rotated. The previous server seed is revealed: " +
