@@ -14,9 +14,10 @@ may still do (the README's "What a 503 means" says it for operators):
   (``StoreUnavailable``); abandoned once it ran, its commit may still land
   (``StoreOutcomeUnknown``, answered ``OUTCOME_UNKNOWN``).
 - ``in_store_after_money``: the call that records a money move the wallet already
-  accepted. It skips the breaker (it must be tried) and waits up to
-  ``FINISH_DEADLINE_SECONDS``, longer than a plain call, so that a slow store still
-  finishes the play; past that, or on any store failure, ``StoreOutcomeUnknown``.
+  accepted. It skips the breaker (it must be tried), and when a slow store still
+  answers a probe it waits up to ``FINISH_DEADLINE_SECONDS``, longer than a plain
+  call, so that the play finishes; past that, or when the store is down, or on any
+  store failure, ``StoreOutcomeUnknown``.
 
 When a call fails that way and a direct connection probe (1 s) fails too, the store is
 taken as down for ``BREAKER_SECONDS``: calls in that window answer 503 at once instead
@@ -47,7 +48,8 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from application.sql import StoreUnavailable
 
 STORE_DEADLINE_SECONDS = 3.0
-# the store call after the wallet accepted (settle, record a credit): its own, longer wait
+# the store call after the wallet accepted (settle, record a credit): a longer wait, while
+# the store answers a probe
 FINISH_DEADLINE_SECONDS = 6.0
 BREAKER_SECONDS = 1.0
 T = TypeVar("T")
@@ -254,12 +256,26 @@ async def in_store_write(fn: Callable[..., T], *args: Any) -> T:
 
 
 async def in_store_after_money(fn: Callable[..., T], *args: Any) -> T:
-    """The store call recording what the wallet accepted: no breaker, its own deadline,
-    and any store failure is ``StoreOutcomeUnknown`` (the money has moved)."""
+    """The store call recording what the wallet accepted: no breaker, and past the plain
+    deadline it waits on, up to ``FINISH_DEADLINE_SECONDS``, while the store answers a
+    probe (slow, not down: the play can still finish; a store that is down would not
+    finish it, and the request is answered at the plain deadline). Whatever does not
+    finish is ``StoreOutcomeUnknown``: the money has moved."""
+    job = _threads.start(fn, args)
+    future = job.future
     try:
-        return await _call(fn, args, FINISH_DEADLINE_SECONDS)
-    except StoreOutcomeUnknown:
+        done, _ = await asyncio.wait((future,), timeout=STORE_DEADLINE_SECONDS)
+        if not done and await asyncio.to_thread(_probe):
+            longer = FINISH_DEADLINE_SECONDS - STORE_DEADLINE_SECONDS
+            done, _ = await asyncio.wait((future,), timeout=max(0.0, longer))
+    except BaseException:  # the caller was cancelled: the call is abandoned
+        future.cancel()
         raise
+    if not done:
+        future.cancel()
+        raise StoreOutcomeUnknown("recording what the wallet accepted exceeded its deadline")
+    try:
+        return future.result()
     except (StoreUnavailable, OperationalError, InterfaceError) as exc:
         raise StoreOutcomeUnknown(f"recording failed: {type(exc).__name__}") from exc
 

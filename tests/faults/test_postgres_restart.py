@@ -4,12 +4,14 @@ A PRIVATE PostgreSQL 15 cluster (never the shared server on 5432) backs one
 ``upgrader serve`` process; a thread plays at a steady rate while the cluster is stopped
 (``pg_ctl stop -m fast``) for a few seconds and started again.
 
-Every play is answered 200 or 503 (SERVICE_UNAVAILABLE or WALLET_UNAVAILABLE), never a
-500 or no answer; the same server process recovers by itself; every play answered 200 is
-listed by GET /api/s2s/rounds, and the invariants hold (a debit whose settlement could not
-be recorded is rolled back). During the outage plays are answered 503 within a few
-seconds, not held (application/store_calls.py: a deadline on each request's store call
-and a one-second breaker once a direct connection probe fails).
+Every play is answered 200 or 503 (SERVICE_UNAVAILABLE or WALLET_UNAVAILABLE: nothing
+happened; OUTCOME_UNKNOWN: the wallet accepted the debit and the round could not be
+recorded yet), never a 500 or no answer; the same server process recovers by itself;
+every play answered 200 is listed by GET /api/s2s/rounds, no play answered
+SERVICE_UNAVAILABLE or WALLET_UNAVAILABLE settled, and the invariants hold (a debit whose
+settlement could not be recorded is rolled back). During the outage plays are answered
+503 within a few seconds, not held (application/store_calls.py: a deadline on each
+request's store call and a one-second breaker once a direct connection probe fails).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 import httpx
 import pytest
 
+from domain.ids import round_id, round_public_id
 from tests.conftest import POSTGRES_URL, SKIP_POSTGRES
 from tests.faults import private_postgres
-from tests.faults.conftest import FaultStack
+from tests.faults.conftest import OPERATOR, FaultStack
 from tests.support.waiting import wait_until
 
 PLAYERS = [f"pg-{i}" for i in range(4)]
@@ -48,6 +51,7 @@ class Outcome:
     code: str  # the error code, the transport error, or "" for 200
     public_id: str | None
     player: str
+    action: str
 
 
 class Driver(threading.Thread):
@@ -76,7 +80,8 @@ class Driver(threading.Thread):
                 except httpx.TransportError as exc:
                     status, code, public_id = None, type(exc).__name__, None
                 took = time.monotonic() - began
-                self.outcomes.append(Outcome(began, took, status, code, public_id, player))
+                outcome = Outcome(began, took, status, code, public_id, player, f"steady-{i}")
+                self.outcomes.append(outcome)
                 i += 1
                 self.stopping.wait(max(0.0, INTERVAL - took))
 
@@ -131,6 +136,7 @@ def run_scenario(stack: FaultStack, cluster: private_postgres.PrivatePostgres) -
     # Every play got an HTTP answer: 200, or 503 with a documented code; never a 500.
     answers = Counter((o.status, o.code) for o in outcomes)
     allowed = {(200, ""), (503, "SERVICE_UNAVAILABLE"), (503, "WALLET_UNAVAILABLE")}
+    allowed.add((503, "OUTCOME_UNKNOWN"))  # a debit accepted as the database went
     assert set(answers) <= allowed, answers
     # It recovered by itself (the same server process), and nothing answered 200 is lost.
     assert driver.recovered(up)
@@ -143,6 +149,14 @@ def run_scenario(stack: FaultStack, cluster: private_postgres.PrivatePostgres) -
     rounds = stack.check_money()
     settled = {r.public_id for r in rounds.values() if r.status == "settled"}
     assert ok <= settled and listed == settled
+    # a 503 that says nothing happened hid no settled play
+    failed = [o for o in outcomes if o.code in ("SERVICE_UNAVAILABLE", "WALLET_UNAVAILABLE")]
+    hidden = [
+        o.action
+        for o in failed
+        if round_public_id(round_id(OPERATOR, o.player, o.action)) in settled
+    ]
+    assert not hidden, f"answered 503 'nothing happened' but settled: {hidden}"
 
     slowest = max(outcomes, key=lambda o: o.seconds)
     during = [o for o in outcomes if o.started >= down and o.started + o.seconds <= restarting]

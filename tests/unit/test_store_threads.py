@@ -196,26 +196,36 @@ async def test_a_write_abandoned_after_it_began_may_land_one_never_begun_never_r
     assert ran == ["began", "read"]
 
 
-async def test_the_call_after_money_skips_the_breaker_and_has_its_own_deadline(
+async def test_the_call_after_money_skips_the_breaker_and_waits_on_for_a_slow_store(
     monkeypatch,
 ) -> None:
     monkeypatch.setattr(store_calls, "STORE_DEADLINE_SECONDS", 0.05)
     monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(store_calls, "_probe", lambda: True)  # slow, not down
     monkeypatch.setattr(store_calls, "_down_until", time.monotonic() + 60)  # breaker open
     with pytest.raises(StoreUnavailable, match="a moment ago"):
         await store_calls.in_store(lambda: "read")
-    # slower than the plain deadline, within its own: answered
-    assert await store_calls.in_store_after_money(lambda: time.sleep(0.2) or "settled") == (
-        "settled"
-    )
+    # slower than the plain deadline, within the longer one: answered
+    slow = lambda: time.sleep(0.2) or "settled"  # noqa: E731
+    assert await store_calls.in_store_after_money(slow) == "settled"
 
     def fails() -> None:
         raise StoreUnavailable("connection lost")
 
     with pytest.raises(StoreOutcomeUnknown, match="StoreUnavailable"):
         await store_calls.in_store_after_money(fails)
-    monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 0.05)
+
     release = threading.Event()
+    monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 0.15)
+    started = time.monotonic()
+    with pytest.raises(StoreOutcomeUnknown, match="exceeded"):
+        await store_calls.in_store_after_money(release.wait, 5.0)
+    assert 0.15 <= time.monotonic() - started < 0.5
+    # a store that does not answer the probe is down: no longer wait than the plain one
+    monkeypatch.setattr(store_calls, "_probe", lambda: False)
+    monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 5.0)
+    started = time.monotonic()
     with pytest.raises(StoreOutcomeUnknown):
         await store_calls.in_store_after_money(release.wait, 5.0)
+    assert time.monotonic() - started < 0.5
     release.set()
