@@ -10,7 +10,7 @@
                 answer is 503 ``OUTCOME_UNKNOWN``: money may have moved, and a retry of
                 the action (same clientActionId) answers what the wallet said.
 A credit whose recording outlives the store deadline answers ``OUTCOME_UNKNOWN`` too.
-Copies of an action answer from its record (module ``_prepare``); a copy that meets the
+Copies of an action answer from its record (``Cashouts._prepare``); a copy that meets the
 attempt in flight in another request waits for that request's answer.
 """
 

@@ -3,12 +3,12 @@
 On SQLite and PostgreSQL, over real HTTP, with the real reference wallet: bursts of
 plays, 16 at once, against a store with two threads and a short deadline (150 ms, which
 refuses about one play in three on the test machine, as at 1.5x to 2x the rate the store
-sustains; adjusted burst by burst until some plays are refused and some finish). Every play answered ``SERVICE_UNAVAILABLE`` or
-``WALLET_UNAVAILABLE`` is absent from the round history with no debit kept (any debit
-rolled back); every debit the wallet kept belongs to a play answered 200 or
-``OUTCOME_UNKNOWN``; an ``OUTCOME_UNKNOWN`` play is settled with its debit or rolled back.
-Before this was fixed, plays whose settle outlived the deadline answered
-``SERVICE_UNAVAILABLE`` and were settled later.
+sustains; adjusted burst by burst until some plays are refused and some finish). Every
+play answered ``SERVICE_UNAVAILABLE`` or ``WALLET_UNAVAILABLE`` is absent from the round
+history with no debit kept (any debit rolled back); every debit the wallet kept belongs
+to a play answered 200 or ``OUTCOME_UNKNOWN``; an ``OUTCOME_UNKNOWN`` play is settled
+with its debit or rolled back. Before this was fixed, plays whose settle outlived the
+deadline answered ``SERVICE_UNAVAILABLE`` and were settled later.
 """
 
 from __future__ import annotations
