@@ -29,15 +29,13 @@ from tests.support.items import (
     PLAIN,
     T900,
     ItemsEnv,
-    credited_cashbacks,
+    checked_env,
     item_moves,
     launch_session,
     win_items,
 )
-from tests.support.ledger import open_uncertain_attempts, settled_balance_bets
 from tests.support.live import Api, LiveServer
 from tests.support.signing import signed_headers
-from tests.support.waiting import wait_until
 
 COPIES = 16
 RACES = 20
@@ -54,22 +52,7 @@ Send = Callable[[Api, int], httpx.Response]
 
 @pytest.fixture
 def env(database_url: str, clock: ManualClock, wallet: ThreadedWalletServer) -> Iterator[ItemsEnv]:
-    items_env = ItemsEnv(database_url, clock, wallet)
-    items_env.start()
-    try:
-        yield items_env
-        _assert_money(items_env)
-    finally:
-        items_env.stop()
-
-
-def _assert_money(env: ItemsEnv) -> None:
-    """The wallet's net debits are the settled bets; its credits the credited cash-backs."""
-    platform, ledger = env.platform, env.wallet.ledger
-    wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="no rollbacks")
-    assert ledger.net_debits("op-a") == settled_balance_bets(platform, "op-a")
-    assert ledger.net_credits("op-a") == credited_cashbacks(platform).get("op-a", 0)
-    assert ledger.net_credits("op-a") == sum(env.credited.values())
+    yield from checked_env(database_url, clock, wallet)
 
 
 @pytest.fixture
@@ -145,6 +128,22 @@ def _even(index: int) -> bool:
     return index % 2 == 0
 
 
+def _mixed(
+    pool: ThreadPoolExecutor,
+    clients: list[Api],
+    path: str,
+    first: dict[str, Any],
+    second: dict[str, Any],
+) -> tuple[bool, httpx.Response]:
+    """Copies of two bodies under one clientActionId, alternating, at once: one body
+    won (see ``_assert_one_body_won``). Returns (whether ``first`` won, its answer)."""
+
+    def send(api: Api, index: int) -> httpx.Response:
+        return _post(api, path, first if _even(index) else second)
+
+    return _assert_one_body_won(_race(pool, clients, send), _even)
+
+
 # -- balance play -----------------------------------------------------------------------------
 
 
@@ -179,137 +178,99 @@ def test_copies_of_a_balance_play_answer_its_bytes_and_debit_once(
 
     for race in range(MIXED_RACES):
         action = f"bal-mixed-{race}"
-
-        def send(api: Api, index: int, action: str = action) -> httpx.Response:
-            return _post(api, PLAY, _play_body(player, action, 1000 if _even(index) else 950))
-
-        first_won, answer = _assert_one_body_won(_race(pool, clients, send), _even)
+        first_won, answer = _mixed(
+            pool, clients, PLAY, _play_body(player, action), _play_body(player, action, 950)
+        )
         assert answer.json()["round"]["betMinor"] == (1000 if first_won else 950)
         public_id = answer.json()["round"]["publicId"]
         assert _debits_of(env, public_id) == [f"{public_id}:1"]
 
 
-# -- items play -------------------------------------------------------------------------------
+# -- items play, cash-back, shipping: an action on one item -----------------------------------
 
 
-def _stake_body(player: str, action: str, item: int) -> dict[str, Any]:
-    return {
-        "playerExternalId": player,
-        "clientActionId": action,
-        "stakeItemIds": [item],
-        "chanceBps": 9000,
-        "targetItemId": T900,
-    }
+def _item_races(
+    env: ItemsEnv,
+    pool: ThreadPoolExecutor,
+    clients: list[Api],
+    path: str,
+    body_of: Callable[[str, int], dict[str, Any]],
+    moved: str,
+) -> list[tuple[str, int, httpx.Response]]:
+    """RACES races of identical copies of an action on one won item, then MIXED_RACES
+    races of two bodies (two items) under one id. The winning item moved (``moved``, an
+    InventoryItem event) once, the losing body's item never. Returns (action, item,
+    answer) of each race."""
+    won = win_items(env, body_of("", 0)["playerExternalId"], PLAIN, RACES + 2 * MIXED_RACES, "w")
+    done = []
+    for race in range(RACES):
+        body = body_of(f"same-{race}", won[race])
+        answer = _copies(pool, clients, path, body)
+        assert item_moves(env.platform, won[race])[moved] == 1
+        assert _post(env.api, path, body).content == answer.content  # a later copy too
+        done.append((body["clientActionId"], won[race], answer))
+    for race in range(MIXED_RACES):
+        ours, theirs = won[RACES + 2 * race], won[RACES + 2 * race + 1]
+        action = f"mixed-{race}"
+        first_won, answer = _mixed(
+            pool, clients, path, body_of(action, ours), body_of(action, theirs)
+        )
+        spent, kept = (ours, theirs) if first_won else (theirs, ours)
+        assert item_moves(env.platform, spent)[moved] == 1
+        assert sum(item_moves(env.platform, kept).values()) == 1  # granted, nothing since
+        done.append((action, spent, answer))
+    return done
 
 
 def test_copies_of_an_items_play_answer_its_bytes_and_consume_once(
     env: ItemsEnv, clients: list[Api], pool: ThreadPoolExecutor
 ) -> None:
-    player = "copy-items"
-    won = win_items(env, player, PLAIN, RACES + 2 * MIXED_RACES, "w")
-    for race in range(RACES):
-        body = _stake_body(player, f"items-{race}", won[race])
-        answer = _copies(pool, clients, PLAY_ITEMS, body)
-        assert answer.json()["stake"]["items"][0]["inventoryItemId"] == won[race]
-        assert item_moves(env.platform, won[race])["ItemConsumed"] == 1
-        assert _post(env.api, PLAY_ITEMS, body).content == answer.content
+    def body_of(action: str, item: int) -> dict[str, Any]:
+        return {
+            "playerExternalId": "copy-items",
+            "clientActionId": action,
+            "stakeItemIds": [item],
+            "chanceBps": 9000,
+            "targetItemId": T900,
+        }
 
-    for race in range(MIXED_RACES):
-        ours, theirs = won[RACES + 2 * race], won[RACES + 2 * race + 1]
-
-        def send(api: Api, index: int, race: int = race, a: int = ours, b: int = theirs):
-            return _post(
-                api, PLAY_ITEMS, _stake_body(player, f"mixed-{race}", a if _even(index) else b)
-            )
-
-        first_won, answer = _assert_one_body_won(_race(pool, clients, send), _even)
-        spent, kept = (ours, theirs) if first_won else (theirs, ours)
-        assert answer.json()["stake"]["items"][0]["inventoryItemId"] == spent
-        assert item_moves(env.platform, spent)["ItemConsumed"] == 1
-        assert item_moves(env.platform, kept)["ItemConsumed"] == 0
-
-
-# -- cash-back --------------------------------------------------------------------------------
-
-
-def _cashout_body(player: str, action: str, item: int) -> dict[str, Any]:
-    return {"playerExternalId": player, "clientActionId": action, "inventoryItemIds": [item]}
+    for _, item, answer in _item_races(env, pool, clients, PLAY_ITEMS, body_of, "ItemConsumed"):
+        assert [i["inventoryItemId"] for i in answer.json()["stake"]["items"]] == [item]
 
 
 def test_copies_of_a_cashback_answer_its_bytes_and_credit_once(
     env: ItemsEnv, clients: list[Api], pool: ThreadPoolExecutor
 ) -> None:
     player = "copy-cash"
-    won = win_items(env, player, PLAIN, RACES + 2 * MIXED_RACES, "w")
-    credits = env.wallet.ledger.requests_of
 
-    def settle(action: str, answer: httpx.Response) -> None:
+    def body_of(action: str, item: int) -> dict[str, Any]:
+        return {"playerExternalId": player, "clientActionId": action, "inventoryItemIds": [item]}
+
+    races = _item_races(env, pool, clients, CASHOUT, body_of, "ItemCashedBack")
+    for action, item, answer in races:
         env.credited[("op-a", player, action)] = answer.json()["creditedMinor"]
-
-    for race in range(RACES):
-        body = _cashout_body(player, f"cash-{race}", won[race])
-        answer = _copies(pool, clients, CASHOUT, body)
-        settle(body["clientActionId"], answer)
         assert answer.json()["creditedMinor"] == 900
-        assert item_moves(env.platform, won[race])["ItemCashedBack"] == 1
-        keys = {r.idempotency_key for r in credits("wallet.credit")}
-        assert len(keys) == race + 1  # one credit key per action, whatever the copies did
-        assert _post(env.api, CASHOUT, body).content == answer.content
-    assert env.wallet.ledger.net_credits("op-a") == 900 * RACES
-
-    for race in range(MIXED_RACES):
-        ours, theirs = won[RACES + 2 * race], won[RACES + 2 * race + 1]
-        action = f"cash-mixed-{race}"
-
-        def send(api: Api, index: int, action: str = action, a: int = ours, b: int = theirs):
-            return _post(api, CASHOUT, _cashout_body(player, action, a if _even(index) else b))
-
-        first_won, answer = _assert_one_body_won(_race(pool, clients, send), _even)
-        settle(action, answer)
-        spent, kept = (ours, theirs) if first_won else (theirs, ours)
-        assert [i["inventoryItemId"] for i in answer.json()["items"]] == [spent]
-        assert item_moves(env.platform, spent)["ItemCashedBack"] == 1
-        assert item_moves(env.platform, kept)["ItemCashedBack"] == 0
-        assert item_moves(env.platform, kept)["ItemHeldForCashout"] == 0
-    assert env.wallet.ledger.net_credits("op-a") == 900 * (RACES + MIXED_RACES)
-
-
-# -- shipping ---------------------------------------------------------------------------------
-
-
-def _ship_body(player: str, action: str, item: int) -> dict[str, Any]:
-    return {
-        "playerExternalId": player,
-        "clientActionId": action,
-        "inventoryItemIds": [item],
-        "address": ADDRESS,
-    }
+        assert [i["inventoryItemId"] for i in answer.json()["items"]] == [item]
+    # one credit key per action, whatever its copies did
+    credits = env.wallet.ledger.requests_of("wallet.credit")
+    assert len({r.idempotency_key for r in credits}) == len(races)
+    assert env.wallet.ledger.net_credits("op-a") == 900 * len(races)
 
 
 def test_copies_of_a_shipping_request_answer_its_bytes_and_ship_once(
     env: ItemsEnv, clients: list[Api], pool: ThreadPoolExecutor
 ) -> None:
-    player = "copy-ship"
-    won = win_items(env, player, PLAIN, RACES + 2 * MIXED_RACES, "w")
-    for race in range(RACES):
-        body = _ship_body(player, f"ship-{race}", won[race])
-        answer = _copies(pool, clients, SHIPPING, body)
-        assert [i["inventoryItemId"] for i in answer.json()["items"]] == [won[race]]
-        assert item_moves(env.platform, won[race])["ItemShippingRequested"] == 1
-        assert _post(env.api, SHIPPING, body).content == answer.content
+    def body_of(action: str, item: int) -> dict[str, Any]:
+        return {
+            "playerExternalId": "copy-ship",
+            "clientActionId": action,
+            "inventoryItemIds": [item],
+            "address": ADDRESS,
+        }
 
-    for race in range(MIXED_RACES):
-        ours, theirs = won[RACES + 2 * race], won[RACES + 2 * race + 1]
-        action = f"ship-mixed-{race}"
-
-        def send(api: Api, index: int, action: str = action, a: int = ours, b: int = theirs):
-            return _post(api, SHIPPING, _ship_body(player, action, a if _even(index) else b))
-
-        first_won, answer = _assert_one_body_won(_race(pool, clients, send), _even)
-        spent, kept = (ours, theirs) if first_won else (theirs, ours)
-        assert [i["inventoryItemId"] for i in answer.json()["items"]] == [spent]
-        assert item_moves(env.platform, spent)["ItemShippingRequested"] == 1
-        assert item_moves(env.platform, kept)["ItemShippingRequested"] == 0
+    races = _item_races(env, pool, clients, SHIPPING, body_of, "ItemShippingRequested")
+    for _, item, answer in races:
+        assert [i["inventoryItemId"] for i in answer.json()["items"]] == [item]
 
 
 # -- seed rotation ----------------------------------------------------------------------------
@@ -335,15 +296,10 @@ def test_copies_of_a_rotation_answer_its_bytes_and_rotate_once(
         assert _post(env.api, ROTATE, body).content == answer.content
 
     for race in range(MIXED_RACES):
-        action = f"rot-mixed-{race}"
-
-        def send(api: Api, index: int, action: str = action) -> httpx.Response:
-            seed = "seed-even" if _even(index) else "seed-odd"
-            body = {"playerExternalId": player, "clientActionId": action, "clientSeed": seed}
-            return _post(api, ROTATE, body)
-
-        first_won, answer = _assert_one_body_won(_race(pool, clients, send), _even)
-        expected = "seed-even" if first_won else "seed-odd"
+        body = {"playerExternalId": player, "clientActionId": f"rot-mixed-{race}"}
+        first, second = {**body, "clientSeed": "seed-a"}, {**body, "clientSeed": "seed-b"}
+        first_won, answer = _mixed(pool, clients, ROTATE, first, second)
+        expected = "seed-a" if first_won else "seed-b"
         assert answer.json()["active"]["clientSeed"] == expected
         assert len(_revealed(env, player)) == RACES + race + 1
 

@@ -34,7 +34,6 @@ from tests.support.items import (
     KEY_OPERATOR,
     NAMES,
     NO_CASHBACK,
-    OPERATORS,
     PLAIN,
     SOON_DIGITAL,
     T450,
@@ -46,7 +45,7 @@ from tests.support.items import (
     ItemsEnv,
     band,
     catalog_entry,
-    credited_cashbacks,
+    checked_env,
     error_of,
     item_moves,
     launch_session,
@@ -55,7 +54,6 @@ from tests.support.items import (
     variant_raw,
     win_items,
 )
-from tests.support.ledger import open_uncertain_attempts, settled_balance_bets
 from tests.support.live import Api
 from tests.support.waiting import wait_until
 
@@ -74,24 +72,7 @@ RACES = 20
 
 @pytest.fixture
 def env(database_url: str, clock: ManualClock, wallet: ThreadedWalletServer) -> Iterator[ItemsEnv]:
-    items_env = ItemsEnv(database_url, clock, wallet)
-    items_env.start()
-    try:
-        yield items_env
-        _assert_money(items_env)
-    finally:
-        items_env.stop()
-
-
-def _assert_money(env: ItemsEnv) -> None:
-    """Debits match settled balance bets; credits match the answers and the event log."""
-    platform, ledger = env.platform, env.wallet.ledger
-    wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="no rollbacks")
-    from_log = credited_cashbacks(platform)
-    for operator in OPERATORS:
-        assert ledger.net_debits(operator) == settled_balance_bets(platform, operator), operator
-        answered = sum(v for (op, _, _), v in env.credited.items() if op == operator)
-        assert ledger.net_credits(operator) == answered == from_log.get(operator, 0), operator
+    yield from checked_env(database_url, clock, wallet)
 
 
 # -- helpers -----------------------------------------------------------------------------------

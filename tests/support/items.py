@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -30,7 +31,9 @@ from domain.cashout import Cashout
 from domain.ids import inventory_item_id
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config, raw_config
+from tests.support.ledger import open_uncertain_attempts, settled_balance_bets
 from tests.support.live import Api, LiveServer
+from tests.support.waiting import wait_until
 
 PLAIN = 101  # granted at 1000, cash-back 90%, not a collectible
 COLLECTIBLE = 102  # granted at 1000, cash-back 80%, a collectible
@@ -168,6 +171,28 @@ class ItemsEnv:
         recorder = self.platform.events.recorder
         head = recorder.max_notification_id() or 0
         return [n.topic for n in recorder.select_notifications(head - count + 1, count)]
+
+
+def checked_env(
+    database_url: str, clock: ManualClock, wallet: ThreadedWalletServer
+) -> Iterator[ItemsEnv]:
+    """An ``ItemsEnv`` for one test (the body of an ``env`` fixture); after the test the
+    money holds: for every operator the wallet's net debits equal the bets of settled
+    balance rounds, and its net credits both the ``creditedMinor`` of the cash-back
+    answers the test kept in ``env.credited`` and the cash-backs the log records."""
+    items_env = ItemsEnv(database_url, clock, wallet)
+    items_env.start()
+    try:
+        yield items_env
+        platform, ledger = items_env.platform, wallet.ledger
+        wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="rollbacks")
+        from_log = credited_cashbacks(platform)
+        for operator in OPERATORS:
+            assert ledger.net_debits(operator) == settled_balance_bets(platform, operator)
+            answered = sum(v for (op, _, _), v in items_env.credited.items() if op == operator)
+            assert ledger.net_credits(operator) == answered == from_log.get(operator, 0)
+    finally:
+        items_env.stop()
 
 
 # -- wire helpers ---------------------------------------------------------------------------
