@@ -8,6 +8,7 @@ connection that gets its whole answer first, and the API's own answers.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -218,13 +219,40 @@ def test_head_gets_the_head_alone(joined: int) -> None:
         assert after == SMALL
 
 
-def test_a_malformed_request_gets_400_and_the_connection_closes(joined: int) -> None:
+MALFORMED = {
+    "request-line garbage": b"NOT A REQUEST\r\n\r\n",
+    "binary garbage": bytes(range(256)),
+    "a lower-case method": b"get /small HTTP/1.1\r\nhost: test\r\n\r\n",
+    "a non-ASCII target": b"GET /sm\xffall HTTP/1.1\r\nhost: test\r\n\r\n",
+    "a space in a header name": b"GET /small HTTP/1.1\r\nho st: test\r\n\r\n",
+    "an unknown HTTP version": b"GET /small HTTP/7.3\r\nhost: test\r\n\r\n",
+    "a bad content length": b"POST /small HTTP/1.1\r\ncontent-length: 1x\r\n\r\n",
+    "two content lengths": b"POST /small HTTP/1.1\r\ncontent-length: 1\r\n"
+    b"content-length: 2\r\n\r\nab",
+    "a bad chunk size": b"POST /small HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+}
+
+
+@pytest.mark.parametrize("request_bytes", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_request_gets_the_error_body_and_the_connection_closes(
+    joined: int, request_bytes: bytes
+) -> None:
+    """What the HTTP parser refuses is answered like any refusal of the API: 400
+    BAD_REQUEST with the error body (not uvicorn's plain text), then the close."""
     with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
-        sock.sendall(b"NOT A REQUEST\r\n\r\n")
+        sock.sendall(request_bytes)
         data = b""
         while more := sock.recv(65536):
             data += more
-    assert data.startswith(b"HTTP/1.1 400 Bad Request")
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.lower().split(b"\r\n")
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert b"content-type: application/json" in lines
+    assert b"connection: close" in lines
+    assert f"content-length: {len(body)}".encode() in lines
+    assert json.loads(body) == {
+        "error": {"code": "BAD_REQUEST", "message": "malformed HTTP request"}
+    }
 
 
 def test_the_api_serves_with_it() -> None:
