@@ -20,7 +20,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from api.cli_serve import server_settings
-from api.http_protocol import FLUSH_BYTES, JoinedWritesProtocol
+from api.http_protocol import FLUSH_BYTES, MAX_HEAD_BYTES, JoinedWritesProtocol
 
 SMALL = b'{"ok":true}'
 CHUNK = bytes(range(256)) * 400  # 102,400 bytes, above FLUSH_BYTES
@@ -253,6 +253,35 @@ def test_a_malformed_request_gets_the_error_body_and_the_connection_closes(
     assert json.loads(body) == {
         "error": {"code": "BAD_REQUEST", "message": "malformed HTTP request"}
     }
+
+
+def _read_to_close(sock: socket.socket) -> tuple[list[bytes], bytes]:
+    data = b""
+    while more := sock.recv(65536):
+        data += more
+    head, body = data.split(b"\r\n\r\n", 1)
+    return head.lower().split(b"\r\n"), body
+
+
+def test_a_request_head_beyond_64_kib_is_refused_even_in_one_read(joined: int) -> None:
+    """httptools bounds the target but not the headers: a head (target and headers)
+    beyond MAX_HEAD_BYTES is refused like any malformed request, whether it arrives whole
+    or keeps growing; one just below the bound is served."""
+    assert MAX_HEAD_BYTES == 64 * 1024
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        head, body = exchange(sock, get("/small", f"x-big: {'x' * 60000}\r\n"))
+        assert head.startswith(b"HTTP/1.1 200 OK") and body == SMALL
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        sock.sendall(get("/small", f"x-big: {'x' * 70000}\r\n"))  # whole, in one piece
+        lines, body = _read_to_close(sock)
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        sock.sendall(b"GET /small HTTP/1.1\r\nx-big: " + b"x" * 60000)  # no end yet
+        sock.sendall(b"x" * 8000)  # past the bound, still no end: refused as it grows
+        lines, body = _read_to_close(sock)
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
 
 
 def test_the_api_serves_with_it() -> None:
