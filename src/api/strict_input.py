@@ -21,6 +21,9 @@ exactly one way or refused with 422 ``VALIDATION_ERROR`` naming what is wrong:
   ``Content-Type`` is read as JSON.
 - **A vanished client** (it announced more body bytes than it sent, then closed the
   connection): ``ClientVanished``, answered quietly (nobody is listening, nothing ran).
+- **A path with a NUL character** (``/api/s2s/rounds/%00``, ``/game/assets/a%00.js``):
+  404 ``NOT_FOUND`` on every route (``refuse_nul_paths``, app middleware), since no
+  resource is named so and neither PostgreSQL text nor a file name can hold one.
 
 Cost on the play path: the depth and duplicate checks are a few ``bytes.count`` calls for
 a flat body without escapes (every body the game app and a typical operator send); only
@@ -39,8 +42,9 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
-from litestar.exceptions import InternalServerException
+from litestar.exceptions import InternalServerException, NotFoundException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.types import ASGIApp, Receive, Scope, Send
 from litestar.utils.scope.state import ScopeState
 
 from application.errors import PlatformError, validation_error
@@ -72,6 +76,17 @@ async def read_body(connection: ASGIConnection) -> bytes:
         if vanished:
             raise ClientVanished from None
         raise
+
+
+def refuse_nul_paths(app: ASGIApp) -> ASGIApp:
+    """Middleware: a request path with a NUL character is 404 ``NOT_FOUND``."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if "\x00" in scope["path"]:
+            raise NotFoundException()
+        await app(scope, receive, send)
+
+    return middleware
 
 
 # --- query parameters ---------------------------------------------------------------

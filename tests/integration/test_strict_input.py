@@ -9,6 +9,7 @@
   escape), nesting beyond 32 levels: 422 on every kind of route, nothing recorded; the
   depth bound counts brackets outside strings only.
 - A client that announces more body than it sends and hangs up is no error in the log.
+- A path with a NUL character (a path parameter, a game asset): 404, not a 500.
 - A known path with a wrong method: 405 ``METHOD_NOT_ALLOWED`` with the error body and
   ``Allow``.
 
@@ -417,6 +418,16 @@ def test_a_client_that_hangs_up_mid_body_is_not_an_error(
         what="the three vanished clients seen by the API",
     )
     assert [r for r in server_log.records if r.levelno >= logging.WARNING] == []
+    assert world.state() == before
+
+
+def test_a_path_with_a_nul_character_names_nothing(world: World) -> None:
+    """A NUL in a path parameter was a 500 (PostgreSQL text, file names): 404 now."""
+    before = world.state()
+    signed = world.api.s2s("GET", "/api/s2s/rounds/r_%00")
+    assert _error(signed) == (404, "NOT_FOUND", "no such route or resource")
+    for path in ("/game/assets/a%00.js", "/game/assets/%00", "/api/play/rounds/%00"):
+        assert _error(world.api.http.get(path))[:2] == (404, "NOT_FOUND"), path
     assert world.state() == before
 
 
