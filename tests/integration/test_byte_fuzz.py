@@ -54,6 +54,7 @@ from application.clock import ManualClock
 from application.errors import PlatformError
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.items import PLAIN, T900, ItemsEnv, launch_session, post, win_items
+from tests.support.logs import Records, captured
 from tests.support.signing import signed_headers
 
 SEED = int(os.environ.get("UPGRADER_BYTE_FUZZ_SEED", "19"))
@@ -482,34 +483,16 @@ def send_all(port: int, sent: list[Sent]) -> int:
 # -- checks ---------------------------------------------------------------------------------
 
 
-class ErrorRecords(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def server_log() -> Iterator[ErrorRecords]:
-    handler = ErrorRecords()
-    loggers = [logging.getLogger(name) for name in ("upgrader", "uvicorn.error", "litestar")]
-    for logger in loggers:
-        logger.addHandler(handler)
-    yield handler
-    for logger in loggers:
-        logger.removeHandler(handler)
+def server_log() -> Iterator[Records]:
+    with captured(("upgrader", "uvicorn.error", "litestar")) as records:
+        yield records
 
 
 @pytest.fixture
 def env(database_url: str, clock: ManualClock, wallet: ThreadedWalletServer) -> Iterator[ItemsEnv]:
-    items_env = ItemsEnv(database_url, clock, wallet)
-    items_env.start()
-    try:
+    with ItemsEnv(database_url, clock, wallet) as items_env:
         yield items_env
-    finally:
-        items_env.stop()
 
 
 def wallet_state(env: ItemsEnv) -> tuple[Any, ...]:
@@ -579,7 +562,7 @@ def active_hash(world: World, player: str) -> str:
 
 
 def test_no_byte_sequence_gets_a_5xx_or_changes_state(
-    env: ItemsEnv, clock: ManualClock, server_log: ErrorRecords
+    env: ItemsEnv, clock: ManualClock, server_log: Records
 ) -> None:
     t0 = time.monotonic()
     world = seed_world(env)

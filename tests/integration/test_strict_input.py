@@ -30,6 +30,7 @@ import pytest
 from application.platform import Platform
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.live import Api, LiveServer
+from tests.support.logs import Records, captured
 from tests.support.signing import signed_headers
 from tests.support.waiting import wait_until
 
@@ -374,32 +375,15 @@ def test_any_content_type_is_read_as_json(world: World) -> None:
     assert _error(form)[:2] == (422, "VALIDATION_ERROR")
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def server_log() -> Iterator[_Records]:
+def server_log() -> Iterator[Records]:
     """Every record of the API's and uvicorn's error loggers, debug included."""
-    handler = _Records()
-    loggers = [logging.getLogger(name) for name in ("upgrader.api", "uvicorn.error")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-    yield handler
-    for logger, level in zip(loggers, levels, strict=True):
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+    with captured(("upgrader.api", "uvicorn.error"), logging.DEBUG) as records:
+        yield records
 
 
 def test_a_client_that_hangs_up_mid_body_is_not_an_error(
-    world: World, live: LiveServer, server_log: _Records
+    world: World, live: LiveServer, server_log: Records
 ) -> None:
     before = world.state()
     signed = signed_headers("key-a", "secret-a-1", int(world.api.clock.now()), "POST", "/x")
