@@ -162,6 +162,13 @@ class ItemsEnv:
             self.platform.close()
         self.api = self.live = self.platform = None
 
+    def __enter__(self) -> ItemsEnv:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def restart(self, raw: dict[str, Any]) -> int:
         self.stop()
         return self.start(raw)
@@ -180,9 +187,7 @@ def checked_env(
     money holds: for every operator the wallet's net debits equal the bets of settled
     balance rounds, and its net credits both the ``creditedMinor`` of the cash-back
     answers the test kept in ``env.credited`` and the cash-backs the log records."""
-    items_env = ItemsEnv(database_url, clock, wallet)
-    items_env.start()
-    try:
+    with ItemsEnv(database_url, clock, wallet) as items_env:
         yield items_env
         platform, ledger = items_env.platform, wallet.ledger
         wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="rollbacks")
@@ -191,8 +196,6 @@ def checked_env(
             assert ledger.net_debits(operator) == settled_balance_bets(platform, operator)
             answered = sum(v for (op, _, _), v in items_env.credited.items() if op == operator)
             assert ledger.net_credits(operator) == answered == from_log.get(operator, 0)
-    finally:
-        items_env.stop()
 
 
 # -- wire helpers ---------------------------------------------------------------------------
