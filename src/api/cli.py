@@ -44,6 +44,7 @@ COMMAND_MODULES: list[str] = [
     "api.cli_audit",
     "api.cli_report",
     "api.cli_shipping",
+    "api.cli_wallet_check",
 ]
 
 
