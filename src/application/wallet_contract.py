@@ -237,6 +237,8 @@ class RefusedAnswer(Struct, kw_only=True):
 
 
 class SignatureError(Struct, kw_only=True):
+    """Why the call was refused."""
+
     code: Annotated[
         str,
         Meta(
@@ -244,7 +246,7 @@ class SignatureError(Struct, kw_only=True):
             examples=["INVALID_SIGNATURE"],
         ),
     ]
-    message: str | UnsetType = UNSET
+    message: Annotated[str, Meta(description="Words for a person.")] | UnsetType = UNSET
 
 
 class SignatureRefusal(Struct, kw_only=True):

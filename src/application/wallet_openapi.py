@@ -201,6 +201,10 @@ def _schemas() -> dict[str, Any]:
             schema["description"] = _one_line(schema["description"])
         if name in {s.__name__ for s in REQUEST_STRUCTS.values()}:
             schema["properties"]["type"]["description"] = "The kind of call."
+    for schema in schemas.values():  # a field that is a reference: its target's words
+        for spec in schema.get("properties", {}).values():
+            if "$ref" in spec and "description" not in spec:
+                spec["description"] = schemas[spec["$ref"].rsplit("/", 1)[1]]["description"]
     schemas["MoneyAnswer"] = {
         "description": "The answer to `wallet.debit`, `wallet.credit` and `wallet.rollback`: "
         "accepted or refused, told apart by `accepted`.",
