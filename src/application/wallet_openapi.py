@@ -266,7 +266,7 @@ def _operation(request_type: str | None) -> dict[str, Any]:
             ROLLBACK: ["accepted"],
         }[request_type]
         answer_examples = _examples(names)
-        summary = f"`{request_type}`"
+        summary = request_type
         description = _one_line(struct.__doc__ or "")
     operation: dict[str, Any] = {
         "operationId": "walletCall" if request_type is None else request_type.replace(".", "_"),
