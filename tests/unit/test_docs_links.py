@@ -52,9 +52,8 @@ def test_every_relative_link_resolves(document: Path) -> None:
             continue
         file_part, _, anchor = target.partition("#")
         resolved = (document.parent / file_part).resolve() if file_part else document
-        if not resolved.exists() or not resolved.is_relative_to(ROOT):
-            broken.append(target)
-        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+        there = resolved.exists() and resolved.is_relative_to(ROOT)
+        if not there or (anchor and resolved.suffix == ".md" and anchor not in anchors(resolved)):
             broken.append(target)
     assert broken == []
 
@@ -86,7 +85,7 @@ def test_the_contract_documents_are_in_the_repository_unchanged() -> None:
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
 def test_sections_of_the_contract_are_cited_by_link(document: Path) -> None:
-    """"interface 2.9" or "decisions §4" is a link to that section of docs/spec/."""
+    """A citation such as "interface 2.9" or "decisions §4" is a link to its section."""
     text = document.read_text(encoding="utf-8")
     unlinked = re.findall(r"(?<!\[)\b(?:interface|decisions)\s+§?\d", text)
     assert unlinked == []
