@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CONFIG ?= ops/demo/config.toml
 WALLET_PORT ?= 8001
+LOG_DIR ?= var
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
 .PHONY: run test faults lint format serve clean bench
@@ -17,10 +18,10 @@ $(STAMP): pyproject.toml
 
 ## make run: the platform with the demo config on an embedded SQLite file under var/,
 ## and the reference operator (wallet, webhooks and the page embedding the game, with a
-## funded player-1) on 127.0.0.1:$(WALLET_PORT); prints the one URL to open. Ctrl-C stops both.
+## funded player-1) on 127.0.0.1:$(WALLET_PORT); prints the one URL to open. Ctrl-C stops
+## both (one line, exit status 0). Their logs go to $(LOG_DIR)/.
 run: $(STAMP)
-	@mkdir -p var
-	@$(BIN)/upgrader demo --config $(CONFIG) --wallet-port $(WALLET_PORT)
+	@$(BIN)/upgrader demo --config $(CONFIG) --wallet-port $(WALLET_PORT) --log-dir $(LOG_DIR)
 
 ## make serve: the platform alone (no reference operator).
 serve: $(STAMP)

@@ -12,6 +12,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
+from api.explorers import root, with_explorers
 from api.openapi_doc import finish_openapi
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
@@ -35,6 +36,7 @@ ROUTES = [
     S2SItemsController,
     PlayerItemsController,
     GameController,
+    root,
 ]
 
 OPENAPI = OpenAPIConfig(
@@ -104,7 +106,7 @@ def create_app(
         on_shutdown=[runtime.stop, platform.limiter.stop_async],
         route_handlers=[*ROUTES, *(extra_routes or [])],
         exception_handlers=EXCEPTION_HANDLERS,
-        openapi_config=OPENAPI,
+        openapi_config=with_explorers(OPENAPI),  # offline Swagger UI and ReDoc
         middleware=[player_cors, refuse_nul_paths],
         debug=False,
         request_max_body_size=platform.config.service.max_body_bytes,

@@ -44,6 +44,7 @@ COMMAND_MODULES: list[str] = [
     "api.cli_audit",
     "api.cli_report",
     "api.cli_shipping",
+    "api.cli_wallet_check",
 ]
 
 
@@ -62,10 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = build_parser().parse_args(argv)
+    from api.cli_store import EXISTING_STORE_COMMANDS, store_problem, unreachable
+
     try:
+        if args.command in EXISTING_STORE_COMMANDS:
+            from api.cli_audit import database_url
+
+            problem = store_problem(database_url(args))
+            if problem is not None:
+                print(f"upgrader {args.command}: {problem}", file=sys.stderr)
+                return 2
         return args.run(args)
     except ConfigError as exc:
         print(f"upgrader: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        message = unreachable(exc)
+        if message is None:
+            raise
+        print(f"upgrader {args.command}: {message}", file=sys.stderr)
         return 2
 
 

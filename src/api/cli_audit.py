@@ -265,5 +265,5 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="TOML configuration file (default: ops/demo/config.toml)",
     )
     _store_options(head)
-    head.add_argument("--day", required=True, metavar="YYYY-MM-DD")
+    head.add_argument("--day", required=True, metavar="YYYY-MM-DD", help="the UTC day")
     head.add_argument("--json", action="store_true", help="print a machine-readable result")

@@ -5,6 +5,14 @@ wallet, webhook receiver and the operator page that embeds the game) as child pr
 waits until the operator site reaches the platform with a signed health check, prints the
 operator page's URL, and stops both on Ctrl-C or SIGTERM. Their logs go to files under
 ``--log-dir`` so the terminal shows only what a new user needs.
+
+Ctrl-C ends with one line and exit status 0, also under ``make run``: the two processes
+run in sessions of their own (the demo stops them with SIGTERM, so they shut down
+gracefully rather than each dying of the SIGINT), and when the demo shares its
+terminal's foreground process group with a parent (make), it moves to a group of its
+own and makes that the foreground one, so Ctrl-C reaches the demo alone. Otherwise make
+would get the SIGINT too and, whatever the demo answered, die of it (status 130); it
+now sees the demo exit 0 and exits 0. The terminal is given back before the demo exits.
 """
 
 from __future__ import annotations
@@ -12,12 +20,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
@@ -46,11 +56,25 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=8001,
         help="port of the reference operator (wallet, webhooks, demo page); default 8001",
     )
-    parser.add_argument("--operator-host", default="127.0.0.1")
+    parser.add_argument(
+        "--operator-host",
+        default="127.0.0.1",
+        help="address the reference operator listens on (default 127.0.0.1)",
+    )
     parser.add_argument("--player", default="player-1", help="the funded demo player")
-    parser.add_argument("--fund-minor", type=int, default=100_000)
+    parser.add_argument(
+        "--fund-minor",
+        type=int,
+        default=100_000,
+        help="the demo player's starting balance in minor units (default 100000)",
+    )
     parser.add_argument("--log-dir", default="var", help="where the two processes log")
-    parser.add_argument("--startup-timeout", type=float, default=90.0)
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=90.0,
+        help="seconds to wait for both processes to be ready (default 90)",
+    )
 
 
 def _secrets(config: Config) -> list[str]:
@@ -91,6 +115,41 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+def _as_foreground(tty: int, group: int) -> None:
+    """Make ``group`` the terminal's foreground process group (from any group)."""
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(tty, group)
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+def own_terminal() -> Callable[[], None]:
+    """When this process shares its terminal's foreground group with a parent (as under
+    ``make run``), move it to a group of its own, in the foreground, so that Ctrl-C
+    reaches it alone; returns what gives the terminal back (a no-op when nothing moved)."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return lambda: None  # no controlling terminal
+    try:
+        foreground = os.tcgetpgrp(tty)
+        if foreground != os.getpgrp() or os.getpgrp() == os.getpid():
+            raise OSError("not in the foreground, or already leading its group")
+        os.setpgid(0, 0)
+        _as_foreground(tty, os.getpgrp())
+    except OSError:
+        os.close(tty)
+        return lambda: None
+
+    def give_back() -> None:
+        with contextlib.suppress(OSError):
+            _as_foreground(tty, foreground)
+        os.close(tty)
+
+    return give_back
 
 
 def _wallet_warning(config: Config, operator_url: str) -> str | None:
@@ -144,11 +203,16 @@ def run_demo(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_signal)
     processes: dict[str, subprocess.Popen[bytes]] = {}
+    give_back = own_terminal()
     try:
         for name, argv in commands.items():
             with open(logs[name], "ab") as log:
                 processes[name] = subprocess.Popen(  # noqa: S603 (our own interpreter)
-                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C is the demo's; it stops them
                 )
         deadline = time.monotonic() + args.startup_timeout
         while True:
@@ -193,8 +257,12 @@ def run_demo(args: argparse.Namespace) -> int:
         )
         return 1
     except (KeyboardInterrupt, _Stop):
-        print("\nupgrader demo: stopping", flush=True)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits for the stop
+        _stop(list(processes.values()))
+        print("\nupgrader demo: stopped", flush=True)
         return 0
     finally:
         _stop(list(processes.values()))
+        give_back()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, signal.default_int_handler)

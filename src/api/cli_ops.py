@@ -76,22 +76,59 @@ def pending_wallet_operations(runtime: Any) -> list[list[Any]]:
     ]
 
 
+WALLET_COLUMNS = [
+    "kind",
+    "key",
+    "amountMinor",
+    "currency",
+    "state",
+    "tries",
+    "nextTryAt",
+    "lastError",
+    "attemptedAt",
+]
+
+
+def _moment(iso: str | None) -> str:
+    """``2026-01-01T00:00:00.000Z`` as ``2026-01-01 00:00:00Z`` (a table cell's worth)."""
+    return "-" if not iso else f"{iso[:10]} {iso[11:19]}Z"
+
+
+def print_pending(rows: list[list[Any]]) -> None:
+    """The wallet operations as a table that fits 80 columns: one row per operation, its
+    key whole (to copy), when it was attempted, retried next and why on lines below. Only
+    that column wraps, so the key is never cut."""
+    if not rows:
+        print("nothing pending: the wallet has confirmed every debit and credit")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Wallet operations awaiting the wallet ({len(rows)})", show_lines=True)
+    table.add_column("operation", overflow="fold", min_width=max(len(r[1]) for r in rows))
+    table.add_column("amount", justify="right", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("tries", justify="right", no_wrap=True)
+    for kind, key, amount, currency, state, tries, next_try, error, at in rows:
+        lines = [key, f"{kind}, attempted {_moment(at)}"]
+        if next_try:
+            lines.append(f"next try {_moment(next_try)}")
+        if error:
+            lines.append(f"last error: {error}")
+        table.add_row("\n".join(lines), f"{amount} {currency}", state, str(tries))
+    Console(file=sys.stdout, highlight=False).print(table)
+
+
 def _wallet_pending(args: argparse.Namespace) -> int:
     runtime = _runtime(args)
-    rows = pending_wallet_operations(runtime)
-    columns = [
-        "kind",
-        "key",
-        "amountMinor",
-        "currency",
-        "state",
-        "tries",
-        "nextTryAt",
-        "lastError",
-        "attemptedAt",
-    ]
-    _print_table("Wallet operations awaiting the wallet", columns, rows, args.json)
-    runtime.platform.close()
+    try:
+        rows = pending_wallet_operations(runtime)
+    finally:
+        runtime.platform.close()
+    if args.json:
+        print(json.dumps([dict(zip(WALLET_COLUMNS, row, strict=True)) for row in rows]))
+    else:
+        print_pending(rows)
     return 0
 
 
@@ -124,9 +161,15 @@ def _projections(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     wallet = command(commands, "wallet", "wallet operations awaiting the wallet", _wallet_pending)
-    wallet.add_argument("what", choices=["pending"])
+    wallet.add_argument(
+        "what", choices=["pending"], help="pending: what the wallet has not confirmed yet"
+    )
     wallet.add_argument("--json", action="store_true", help="print JSON rows")
     projections = command(commands, "projections", "read model status and rebuilds", _projections)
-    projections.add_argument("action", choices=["status", "rebuild"])
+    projections.add_argument(
+        "action",
+        choices=["status", "rebuild"],
+        help="status: each read model's position and lag; rebuild: replay the log into it",
+    )
     projections.add_argument("name", nargs="?", help="with rebuild: one projection (default all)")
     projections.add_argument("--json", action="store_true", help="status as JSON rows")

@@ -16,8 +16,6 @@ from typing import Any
 
 from application.clock import iso_utc
 
-COLUMNS = ("webhook id", "operator", "player", "tries", "next try", "last error")
-
 
 def list_webhooks(db: Any, state: str, limit: int = 100) -> list[tuple[Any, ...]]:
     """(webhook_id, operator, player, state, attempts, next_attempt_at, last_error)."""
@@ -32,30 +30,28 @@ def list_webhooks(db: Any, state: str, limit: int = 100) -> list[tuple[Any, ...]
         return [tuple(row) for row in cur.fetchall()]
 
 
+EMPTY = {
+    "pending": "nothing pending: every round_settled webhook was delivered",
+    "dead": "no dead webhooks",
+}
+
+
 def _print_table(title: str, rows: list[tuple[Any, ...]]) -> None:
-    cells = [
-        (hook, op, player, str(attempts), iso_utc(next_at), error or "")
-        for hook, op, player, _state, attempts, next_at, error in rows
-    ]
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        print("\t".join(COLUMNS))
-        for line in cells:
-            print("\t".join(line))
-        return
-    table = Table(title=title)
-    table.add_column(COLUMNS[0], no_wrap=True, min_width=36)  # copyable for redeliver
-    for column in COLUMNS[1:]:
-        table.add_column(column)
-    for line in cells:
-        table.add_row(*line)
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=160)
-    console.print(table)
+    """A table that fits 80 columns: the webhook id whole (to copy for ``redeliver``), and
+    below it the operator and player, the next try and the last error. Only that column
+    wraps, so the id is never cut."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=True)
+    table.add_column("webhook", overflow="fold", min_width=max(len(r[0]) for r in rows))
+    table.add_column("tries", justify="right", no_wrap=True)
+    for hook, op, player, _state, attempts, next_at, error in rows:
+        lines = [hook, f"{op} / {player}", f"next try {iso_utc(next_at)}"]
+        if error:
+            lines.append(f"last error: {error}")
+        table.add_row("\n".join(lines), str(attempts))
+    Console(highlight=False).print(table)
 
 
 def _open_platform(args: argparse.Namespace) -> Any:
@@ -77,7 +73,10 @@ def _list(args: argparse.Namespace) -> int:
         rows = list_webhooks(platform.db, args.outbox_action, args.limit)
     finally:
         platform.close()
-    _print_table(f"{args.outbox_action} webhooks ({len(rows)} shown)", rows)
+    if not rows:
+        print(EMPTY[args.outbox_action])
+    else:
+        _print_table(f"{args.outbox_action.capitalize()} webhooks ({len(rows)} shown)", rows)
     return 0
 
 

@@ -114,9 +114,10 @@ def print_table(rows: list[dict[str, Any]], day_from: str, day_to: str, by_mode:
         return
     console.print(table)
     console.print(
-        "RTP = paid out / wagered (items); theoretical = the band's upper bound, "
-        "(10000 - fee) / 10000 less the Nuggets part on no-loss; expected = for the "
-        "targets chosen. See docs/analytics.md.",
+        "RTP = the value of the items paid out / the amount wagered; theoretical = the "
+        "RTP at the top of the target band, (10000 - fee) / 10000 less the Nuggets' part "
+        "on no-loss; expected = the RTP expected for the targets the players chose. "
+        "See docs/analytics.md.",
         highlight=False,
     )
 
@@ -233,8 +234,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="URL",
         help="the store to report on (default: the configuration's database_url)",
     )
-    parser.add_argument("--from", dest="from_", type=_day, metavar="YYYY-MM-DD")
-    parser.add_argument("--to", type=_day, metavar="YYYY-MM-DD")
+    parser.add_argument(
+        "--from",
+        dest="from_",
+        type=_day,
+        metavar="YYYY-MM-DD",
+        help="the first UTC settle day (default: 29 days before --to)",
+    )
+    parser.add_argument(
+        "--to", type=_day, metavar="YYYY-MM-DD", help="the last UTC settle day (default: today)"
+    )
     parser.add_argument("--operator", metavar="ID", help="only this operator")
     parser.add_argument("--by-mode", action="store_true", help="one row per mode as well")
     parser.add_argument(

@@ -259,4 +259,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="with --workers: do not start the background worker process",
     )
     worker = command(commands, "worker", "run background loops without the HTTP API", _worker)
-    worker.add_argument("loop", choices=["all", "projections", "reconciler", "dispatcher"])
+    worker.add_argument(
+        "loop",
+        choices=["all", "projections", "reconciler", "dispatcher"],
+        help="the loops to run: all, or one of projections, reconciler, dispatcher",
+    )

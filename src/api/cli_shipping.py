@@ -33,5 +33,7 @@ def _shipped(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     shipping = command(commands, "shipping", "fulfilment: mark a shipment shipped", _shipped)
-    shipping.add_argument("action", choices=["shipped"])
+    shipping.add_argument(
+        "action", choices=["shipped"], help="shipped: the parcel has left; its items are shipped"
+    )
     shipping.add_argument("shipment_id", help="the shipmentId answered by POST /api/s2s/shipping")

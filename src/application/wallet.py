@@ -81,7 +81,67 @@ class _BalanceAnswer(msgspec.Struct):
     currency: str
 
 
-async def _read_capped(content: aiohttp.StreamReader, limit: int) -> bytes | None:
+def request_body(
+    operator_id: str, request_type: str, fields: dict[str, Any], requested_at: float
+) -> bytes:
+    """The JSON body of a wallet call, exactly as the platform sends it (decisions §4)."""
+    return msgspec.json.encode(
+        {
+            "type": request_type,
+            "operatorId": operator_id,
+            "requestedAt": iso_utc(requested_at),
+            **fields,
+        }
+    )
+
+
+def request_headers(
+    secret: str, wallet_url: str, body: bytes, now: int, idempotency_key: str | None
+) -> dict[str, str]:
+    """The signed envelope of a wallet call (interface 5.1): X-Timestamp, X-Signature over
+    the path part of ``wallet_url``, and on a money move ``Idempotency-Key``, equal to the
+    body's ``idempotencyKey``."""
+    headers = outbound_headers(secret, now, "POST", urlsplit(wallet_url).path or "/", body)
+    headers["Content-Type"] = "application/json"
+    if idempotency_key is not None:
+        headers["Idempotency-Key"] = idempotency_key
+    return headers
+
+
+def read_money_answer(raw: bytes) -> WalletOutcome:
+    """What the platform makes of a 2xx answer to a money move (no balance read)."""
+    try:
+        answer = msgspec.json.decode(raw, type=_Answer)
+    except msgspec.DecodeError:
+        return Uncertain("wallet answer is not the documented JSON")
+    if answer.accepted:
+        if answer.balanceAfterMinor is None:
+            return Accepted(None, answer.providerTxnRef)
+        balance = plausible_balance(answer.balanceAfterMinor)
+        if balance is None:
+            return Uncertain("wallet balanceAfterMinor is not an integer in 0..2**63-1")
+        return Accepted(balance, answer.providerTxnRef)
+    if not answer.errorCode:
+        return Uncertain("wallet refused without an errorCode")
+    given = answer.balanceAfterMinor
+    return Refused(
+        answer.errorCode[:MAX_ERROR_CODE_CHARS],
+        plausible_balance(answer.balanceMinor if given is None else given),
+    )
+
+
+def read_balance_answer(raw: bytes, currency: str) -> int | None:
+    """What the platform makes of a 2xx answer to ``wallet.balance`` in ``currency``."""
+    try:
+        answer = msgspec.json.decode(raw, type=_BalanceAnswer)
+    except msgspec.DecodeError:
+        return None
+    if answer.currency != currency:
+        return None
+    return plausible_balance(answer.balanceMinor)
+
+
+async def read_capped(content: aiohttp.StreamReader, limit: int) -> bytes | None:
     """The whole body, or None when it is longer than ``limit`` bytes."""
     chunks: list[bytes] = []
     size = 0
@@ -126,27 +186,16 @@ class WalletClient:
         """The body of a 2xx answer, or why there is none."""
         if not wallet_url:
             return Uncertain("no wallet URL configured")
-        body = msgspec.json.encode(
-            {
-                "type": request_type,
-                "operatorId": operator_id,
-                "requestedAt": iso_utc(self.clock.now()),
-                **fields,
-            }
-        )
-        headers = outbound_headers(
-            secret, int(time.time()), "POST", urlsplit(wallet_url).path or "/", body
-        )
-        headers["Content-Type"] = "application/json"
-        if "idempotencyKey" in fields:
-            headers["Idempotency-Key"] = fields["idempotencyKey"]
+        body = request_body(operator_id, request_type, fields, self.clock.now())
+        key = fields.get("idempotencyKey")
+        headers = request_headers(secret, wallet_url, body, int(time.time()), key)
         options: dict[str, Any] = {"data": body, "headers": headers}
         if timeout is not None:
             options["timeout"] = aiohttp.ClientTimeout(total=timeout)
         try:
             async with self._client().post(wallet_url, **options) as response:
                 status = response.status
-                raw = await _read_capped(response.content, MAX_ANSWER_BYTES)
+                raw = await read_capped(response.content, MAX_ANSWER_BYTES)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return Uncertain(f"wallet unreachable ({type(exc).__name__})")
         if not 200 <= status < 300:
@@ -174,33 +223,18 @@ class WalletClient:
         raw = await self._post(wallet_url, secret, operator_id, request_type, fields)
         if isinstance(raw, Uncertain):
             return raw
-        try:
-            answer = msgspec.json.decode(raw, type=_Answer)
-        except msgspec.DecodeError:
-            return Uncertain("wallet answer is not the documented JSON")
-        if answer.accepted:
-            if answer.balanceAfterMinor is None:
-                return Accepted(None, answer.providerTxnRef)
-            balance = plausible_balance(answer.balanceAfterMinor)
-            if balance is None:
-                return Uncertain("wallet balanceAfterMinor is not an integer in 0..2**63-1")
-            return Accepted(balance, answer.providerTxnRef)
-        if not answer.errorCode:
-            return Uncertain("wallet refused without an errorCode")
-        given = answer.balanceAfterMinor
-        refused = Refused(
-            answer.errorCode[:MAX_ERROR_CODE_CHARS],
-            plausible_balance(answer.balanceMinor if given is None else given),
-        )
-        if refused.balance_after_minor is not None or not read_balance_on_refusal:
-            return refused
+        outcome = read_money_answer(raw)
+        if not isinstance(outcome, Refused):
+            return outcome
+        if outcome.balance_after_minor is not None or not read_balance_on_refusal:
+            return outcome
         left = self.timeout_seconds - (time.monotonic() - started)
         if left <= 0:
-            return refused
+            return outcome
         balance = await self.read_balance(
             wallet_url, secret, operator_id, fields["playerExternalId"], fields["currency"], left
         )
-        return replace(refused, balance_after_minor=balance)
+        return replace(outcome, balance_after_minor=balance)
 
     async def read_balance(
         self,
@@ -225,10 +259,4 @@ class WalletClient:
         )
         if isinstance(raw, Uncertain):
             return None
-        try:
-            answer = msgspec.json.decode(raw, type=_BalanceAnswer)
-        except msgspec.DecodeError:
-            return None
-        if answer.currency != currency:
-            return None
-        return plausible_balance(answer.balanceMinor)
+        return read_balance_answer(raw, currency)
