@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.openapi_doc import finish_openapi
+from api.routes.boxes import PlayerBoxesController, S2SBoxesController
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import (
@@ -33,6 +34,8 @@ ROUTES = [
     PlayerUpgraderController,
     S2SItemsController,
     PlayerItemsController,
+    S2SBoxesController,
+    PlayerBoxesController,
     GameController,
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from application.clock import ManualClock
@@ -189,9 +190,28 @@ def test_boxes_need_catalog_access(api: Api) -> None:
                 "boxId": 7,
                 "boxVersionId": 3,
                 "name": "Box",
+                "imageUrl": None,
                 "priceMinor": 300,
                 "currency": "EUR",
-                "items": [{"itemId": 1, "name": "Item 1", "valueMinor": 500, "weight": 1}],
+                "oddsHash": hashlib.sha256(
+                    b'{"boxId":7,"boxVersionId":3,"priceMinor":300,"items":[[1,1]]}'
+                ).hexdigest(),
+                "totalTickets": 1,
+                "rtpBps": 15000,  # 500 x 9000 / (1 x 300): the one item pays back 450 of 300
+                "available": True,
+                "offered": True,
+                "items": [
+                    {
+                        "itemId": 1,
+                        "name": "Item 1",
+                        "valueMinor": 500,
+                        "imageUrl": None,
+                        "weight": 1,
+                        "ticketFrom": 0,
+                        "ticketTo": 0,
+                        "probabilityBps": 10000,
+                    }
+                ],
             }
         ]
     }
