@@ -4,12 +4,14 @@
 ``.../boxes/{boxId}/versions/{boxVersionId}`` answers any configured version, inactive
 ones included. Prices and item values are repriced into the requested currency (exact,
 then half-even, decisions §2); ``rtpBps``, the weights, ticket ranges and
-``probabilityBps`` do not depend on the currency. Checks, in order: ``GAME_DISABLED``
-(403) when the operator has not enabled ``boxes``: the catalogue of a game the operator
-does not offer is not shown either; ``UNSUPPORTED_CURRENCY`` (422); ``BOX_NOT_FOUND``
-(404). Beyond the decisions' fields a box carries ``imageUrl`` (its picture, or null) and
-``offered`` (whether it is the version an open would take now: the box's active version
-with the highest id).
+``probabilityBps`` do not depend on the currency. Checks, in order: on the player API
+``GAME_DISABLED`` (403) when the operator has not enabled ``boxes`` (a player is not shown
+a game the operator does not offer); on S2S the key's ``catalog_access`` instead (the
+route checks it), so an operator can read its catalogue before enabling the game, as it
+could before the box game existed; then ``UNSUPPORTED_CURRENCY`` (422) and
+``BOX_NOT_FOUND`` (404). Beyond the decisions' fields a box carries ``imageUrl`` (its
+picture, or null) and ``offered`` (whether it is the version an open would take now: the
+box's active version with the highest id).
 
 Everything here is in memory (the configuration loaded at start-up).
 """
@@ -71,10 +73,11 @@ def box_not_found(box_id: int, box_version_id: int | None = None) -> PlatformErr
     return PlatformError("BOX_NOT_FOUND", 404, f"{which} not found")
 
 
-def boxes_operator(directory: Directory, operator_id: str) -> Operator:
-    """The operator, when it has the box game enabled (else 403 GAME_DISABLED)."""
+def boxes_operator(directory: Directory, operator_id: str, for_player: bool) -> Operator:
+    """The operator; for a player, only when it has the box game enabled (else 403
+    GAME_DISABLED)."""
     operator = directory.operators[operator_id]
-    if not operator.game_enabled(GAME_KEY):
+    if for_player and not operator.game_enabled(GAME_KEY):
         raise game_disabled(GAME_KEY)
     return operator
 
@@ -120,10 +123,15 @@ def box_answer(
 
 
 def offered_boxes(
-    directory: Directory, operator_id: str, currency: str | None, locale: str | None
+    directory: Directory,
+    operator_id: str,
+    currency: str | None,
+    locale: str | None,
+    *,
+    for_player: bool,
 ) -> BoxesAnswer:
     """Each box's offered version, by ``boxId`` ascending."""
-    operator = boxes_operator(directory, operator_id)
+    operator = boxes_operator(directory, operator_id, for_player)
     shown = operator.currency(currency)
     return BoxesAnswer(
         boxes=[
@@ -140,9 +148,11 @@ def box_version_answer(
     box_version_id: int,
     currency: str | None,
     locale: str | None,
+    *,
+    for_player: bool,
 ) -> BoxAnswer:
     """One version by its key, inactive ones included; 404 BOX_NOT_FOUND otherwise."""
-    operator = boxes_operator(directory, operator_id)
+    operator = boxes_operator(directory, operator_id, for_player)
     shown = operator.currency(currency)
     version = directory.boxes.version(box_id, box_version_id)
     if version is None:

@@ -31,7 +31,7 @@ def _raw(database_url: str) -> dict[str, Any]:
     raw = raw_config(database_url)
     op_a, op_b = raw["operators"][0], raw["operators"][1]
     op_a["currencies"].append({"code": "JPY", "rate": "162.5", "exponent": 0})
-    op_b["keys"][0]["catalog_access"] = True  # op-b may read catalogues, has no boxes
+    op_b["keys"][0]["catalog_access"] = True  # op-b may read catalogues, offers no boxes
     raw["catalog"]["items"] += [
         {"item_id": 20, "name": {"en": "Sticker", "de": "Aufkleber"}, "value_minor": 4},
         {
@@ -275,19 +275,23 @@ def test_refusals(api: Api) -> None:
     for path in ("/api/s2s/boxes", "/api/s2s/boxes/40/versions/2"):
         unsupported = api.s2s("GET", path, params={"currency": "GBP"})
         assert _error(unsupported) == (422, "UNSUPPORTED_CURRENCY")
-        # the key's catalogue access is checked first, then the operator's games
         assert _error(api.s2s("GET", path, **KEY_I)) == (403, "CATALOG_ACCESS_DENIED")
-        disabled = api.s2s("GET", path, **KEY_B)
+        # on S2S the key's catalogue access decides, not the operator's games: op-b may
+        # read the catalogue (priced in its own currencies) before it offers boxes
+        assert api.s2s("GET", path, **KEY_B).status_code == 200
+    # an unknown currency for an unknown version: the currency is checked first
+    mixed = api.s2s("GET", "/api/s2s/boxes/99/versions/1", params={"currency": "GBP"})
+    assert _error(mixed) == (422, "UNSUPPORTED_CURRENCY")
+    assert api.s2s("GET", "/api/s2s/boxes", **KEY_B).json() == {
+        "boxes": [BOX_7, LUCKY_EUR, RETRO]  # op-b's base currency is EUR too
+    }
+    op_b = _session(api, **KEY_B)
+    for path in ("/api/play/boxes", "/api/play/boxes/40/versions/2"):
+        disabled = api.play("GET", path, op_b)
         assert _error(disabled) == (403, "GAME_DISABLED")
         assert disabled.json()["error"]["message"] == (
             "the game 'boxes' is unknown or not enabled for this operator"
         )
-    # an unknown currency for an unknown version: the currency is checked first
-    mixed = api.s2s("GET", "/api/s2s/boxes/99/versions/1", params={"currency": "GBP"})
-    assert _error(mixed) == (422, "UNSUPPORTED_CURRENCY")
-    op_b = _session(api, **KEY_B)
-    for path in ("/api/play/boxes", "/api/play/boxes/40/versions/2"):
-        assert _error(api.play("GET", path, op_b)) == (403, "GAME_DISABLED")
         assert _error(api.play("GET", path, "not-a-session")) == (401, "SESSION_INVALID")
         assert _error(api.play("GET", path, token, params={"currency": "GBP"})) == (
             422,

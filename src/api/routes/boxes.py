@@ -1,8 +1,9 @@
 """The box catalogue on both APIs (decisions §10): the offered versions and one by id.
 
 Answered from memory on the event loop (the configuration loaded at start-up). The S2S
-routes need a key with ``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), checked first;
-the player routes serve any session of an operator that has ``boxes`` enabled.
+routes need a key with ``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), whatever the
+operator's games; the player routes serve any session of an operator that has ``boxes``
+enabled (403 ``GAME_DISABLED`` otherwise). See application/box_answers.py.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class S2SBoxesController(S2SController):
     ) -> BoxesAnswer:
         """Each box's offered version, in ``currency`` (default: the base currency)."""
         directory = _directory(state)
-        return offered_boxes(directory, _s2s_operator(request, directory), currency, locale)
+        operator_id = _s2s_operator(request, directory)
+        return offered_boxes(directory, operator_id, currency, locale, for_player=False)
 
     @get(VERSION_PATH, sync_to_thread=False, responses=ERROR_RESPONSES)
     def box_version(
@@ -56,7 +58,9 @@ class S2SBoxesController(S2SController):
         """One box version by id, inactive ones included."""
         directory = _directory(state)
         operator_id = _s2s_operator(request, directory)
-        return box_version_answer(directory, operator_id, box_id, box_version_id, currency, locale)
+        return box_version_answer(
+            directory, operator_id, box_id, box_version_id, currency, locale, for_player=False
+        )
 
 
 class PlayerBoxesController(PlayerController):
@@ -70,7 +74,7 @@ class PlayerBoxesController(PlayerController):
     ) -> BoxesAnswer:
         """Each box's offered version, in ``currency`` (default: the base currency)."""
         operator_id, _ = who(request)
-        return offered_boxes(_directory(state), operator_id, currency, locale)
+        return offered_boxes(_directory(state), operator_id, currency, locale, for_player=True)
 
     @get(VERSION_PATH, sync_to_thread=False, responses=ERROR_RESPONSES)
     def box_version(
@@ -85,5 +89,11 @@ class PlayerBoxesController(PlayerController):
         """One box version by id, inactive ones included."""
         operator_id, _ = who(request)
         return box_version_answer(
-            _directory(state), operator_id, box_id, box_version_id, currency, locale
+            _directory(state),
+            operator_id,
+            box_id,
+            box_version_id,
+            currency,
+            locale,
+            for_player=True,
         )
