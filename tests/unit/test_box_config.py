@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from api.routes.game import asset_path
 from application.box_config import box_catalog
-from application.config import ConfigError, parse_config
+from application.config import ConfigError, load_config, parse_config
+from application.directory import catalog_item
 from tests.support.config import BASE
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _parse(mutate: Callable[[dict], object]):
@@ -161,3 +166,20 @@ def test_exactly_2_31_tickets_is_allowed() -> None:
         _box(raw)["items"] = [{"item_id": 1, "weight": 2**31 - 1}, {"item_id": 2, "weight": 1}]
 
     assert box_catalog(_parse(mutate)).version(7, 3).total_tickets == 2**31
+
+
+def test_the_demo_catalogue_offers_three_boxes_with_images() -> None:
+    config = load_config(ROOT / "ops" / "demo" / "config.toml", env={})
+    assert "boxes" in config.operators[0].enabled_games
+    catalog = box_catalog(config)
+    items = {item.item_id: catalog_item(item) for item in config.catalog.items}
+    offered = catalog.offered_versions()
+    assert [v.key for v in offered] == [(1, 2), (2, 1), (3, 1)]
+    assert catalog.version(1, 1) is not None and not catalog.version(1, 1).active
+    for version in offered:
+        assert version.available(items)
+        assert 8000 <= version.rtp_bps(items) <= 9000
+        urls = [version.image_url, *(items[e.item_id].image_url for e in version.entries)]
+        for url in urls:
+            assert url is not None and asset_path(url.removeprefix("/game/assets/")), url
+    assert {e.item_id for v in offered for e in v.entries} >= {300, 301, 302, 303, 304}
