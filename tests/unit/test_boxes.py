@@ -60,6 +60,12 @@ def test_odds_hash_is_sha256_of_the_compact_json_in_table_order() -> None:
     )
 
 
+def test_the_readme_example() -> None:
+    """README, Boxes: the demo's retired Starter box (checked with sha256sum)."""
+    starter = version(1, 1, 500, (101, 10), (102, 60), (103, 30))
+    assert starter.odds_hash == "5056c07714e5978c38a9d9f7ec359130bff0322505eb31069d8679275066d53f"
+
+
 def test_ticket_ranges_and_probabilities() -> None:
     box = version(1, 1, 500, (101, 3), (102, 1), (103, 6))
     assert box.total_tickets == 10
