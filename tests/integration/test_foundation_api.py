@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from application.clock import ManualClock
+from tests.integration.test_box_catalog import BOX_7
 from tests.support.live import Api
 from tests.support.signing import signed_headers
 
@@ -184,37 +184,7 @@ def test_a_launch_is_always_for_the_keys_own_operator(api: Api) -> None:
 
 def test_boxes_need_catalog_access(api: Api) -> None:
     response = api.s2s("GET", "/api/s2s/boxes")
-    assert response.json() == {
-        "boxes": [
-            {
-                "boxId": 7,
-                "boxVersionId": 3,
-                "name": "Box",
-                "imageUrl": None,
-                "priceMinor": 300,
-                "currency": "EUR",
-                "oddsHash": hashlib.sha256(
-                    b'{"boxId":7,"boxVersionId":3,"priceMinor":300,"items":[[1,1]]}'
-                ).hexdigest(),
-                "totalTickets": 1,
-                "rtpBps": 15000,  # 500 x 9000 / (1 x 300): the one item pays back 450 of 300
-                "available": True,
-                "offered": True,
-                "items": [
-                    {
-                        "itemId": 1,
-                        "name": "Item 1",
-                        "valueMinor": 500,
-                        "imageUrl": None,
-                        "weight": 1,
-                        "ticketFrom": 0,
-                        "ticketTo": 0,
-                        "probabilityBps": 10000,
-                    }
-                ],
-            }
-        ]
-    }
+    assert response.json() == {"boxes": [BOX_7]}  # tests/integration/test_box_catalog.py
     denied = api.s2s("GET", "/api/s2s/boxes", key_id="key-b", secret="secret-b-1")
     assert _error(denied) == (403, "CATALOG_ACCESS_DENIED")
 

@@ -8,13 +8,12 @@ a CommonJS module and as a plain browser script.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from domain.fairness import block_words, first_accepted, rejection_bound
 from tests.unit.test_box_draw import BOX_VECTORS, THIRD
-from tests.unit.test_fairness_js import FAIRNESS_JS, NODE, needs_node
+from tests.unit.test_fairness_js import needs_node, run_node
 
 DRIVER = r"""
 "use strict";
@@ -81,18 +80,7 @@ main().catch((e) => { console.error(e); process.exit(3); });
 
 @pytest.fixture(scope="module")
 def node_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    assert NODE is not None
-    driver = tmp_path_factory.mktemp("node") / "draw_driver.js"
-    driver.write_text(DRIVER, encoding="utf-8")
-    completed = subprocess.run(
-        [NODE, str(driver), str(FAIRNESS_JS), str(BOX_VECTORS), str(THIRD)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+    return run_node(tmp_path_factory, DRIVER, BOX_VECTORS, THIRD)
 
 
 @needs_node
