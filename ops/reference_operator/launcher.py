@@ -211,7 +211,8 @@ PAGE = """<!doctype html>
     <div class="logo">Demo Casino</div>
     <div class="account">
       <span class="who">Signed in as <b id="player">{player}</b></span>
-      <span class="balance">Casino balance <b id="casino-balance">{balance}</b></span>
+      <span class="balance" title="Casino balance"><span class="balance-label">Casino balance</span>
+        <b id="casino-balance">{balance}</b></span>
     </div>
   </header>
   <main>
@@ -226,22 +227,30 @@ PAGE = """<!doctype html>
 </html>
 """
 
+# The page is exactly the viewport's height and the game's frame takes what the header
+# leaves, so the game scrolls inside its frame and the page around it never scrolls: one
+# scroll area. On a phone (narrow, or a short landscape screen) the header is one line and
+# the frame reaches the screen's edges; a desktop keeps a frame of at least 480 px.
 SITE_CSS = """* { box-sizing: border-box; }
 html, body { margin: 0; height: 100%; }
-body { display: flex; flex-direction: column; background: #f4f1ea; color: #1c1917;
+body { display: flex; flex-direction: column; height: 100vh; height: 100dvh;
+  background: #f4f1ea; color: #1c1917;
   font: 15px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; }
 header.site { display: flex; flex-wrap: wrap; gap: 6px 16px; align-items: center;
   justify-content: space-between; padding: 8px 16px; background: #14532d; color: #fefce8; }
 .logo { font-weight: 800; font-size: 18px; letter-spacing: 0.03em; }
 .account { display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 14px; }
 main { flex: 1; display: flex; min-height: 0; padding: 8px; }
-iframe { flex: 1; width: 100%; min-height: 640px; border: 0; border-radius: 12px;
-  background: #0f1020; box-shadow: 0 4px 24px rgba(0, 0, 0, 0.25); }
+iframe { display: block; flex: 1; width: 100%; height: 100%; min-height: 480px; border: 0;
+  border-radius: 12px; background: #0f1020; box-shadow: 0 4px 24px rgba(0, 0, 0, 0.25); }
 footer { padding: 6px 16px 10px; color: #57534e; font-size: 12px; }
-@media (max-width: 560px) {
-  header.site { padding: 6px 10px; }
+@media (max-width: 560px), (max-height: 560px) {
+  header.site { flex-wrap: nowrap; padding: 6px 10px; }
+  .logo { font-size: 16px; white-space: nowrap; }
+  .who, .balance-label { display: none; }
+  .balance b { white-space: nowrap; }
   main { padding: 0; }
-  iframe { border-radius: 0; min-height: 700px; }
+  iframe { min-height: 0; border-radius: 0; box-shadow: none; }
   footer { display: none; }
 }
 """

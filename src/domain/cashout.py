@@ -4,7 +4,10 @@ A cash-back action is requested (its items held, amounts pinned at claim time) b
 the wallet is asked. Credit outcomes: accepted -> credited (items cashed back, one save);
 refused -> refused (items released, the caller may retry the action: next attempt);
 uncertain -> the service retries the SAME key until the wallet answers.
-Event class names and this module's name are a stored format.
+Stored format: each event is stored under its explicit topic (``TOPIC``, ``@event(...,
+topic=...)``), the string it had when topics were module paths. The classes and this
+module may move; topics, event names and fields never change
+(``tests/unit/test_event_topics.py`` pins the topics).
 """
 
 from __future__ import annotations
@@ -35,13 +38,18 @@ class CashoutStateError(Exception):
 class Cashout(Aggregate):
     """States: requested (attempt in flight / uncertain) -> credited | refused."""
 
+    TOPIC = "domain.cashout:Cashout"
+
+    class Created(Aggregate.Created):  # the library's default, unused: a topic all the same
+        TOPIC = "domain.cashout:Cashout.Created"
+
     @staticmethod
     def create_id(request: dict[str, Any]) -> UUID:
         return cashout_id(
             request["operator_id"], request["player_external_id"], request["client_action_id"]
         )
 
-    @event("CashoutRequested")
+    @event("CashoutRequested", topic="domain.cashout:Cashout.CashoutRequested")
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
         self.status = "requested"
@@ -67,7 +75,7 @@ class Cashout(Aggregate):
         self._credit_attempted(attempt=attempt, idempotency_key=key, request=request, at=at)
         return attempt
 
-    @event("CreditAttempted")
+    @event("CreditAttempted", topic="domain.cashout:Cashout.CreditAttempted")
     def _credit_attempted(
         self, attempt: int, idempotency_key: str, request: dict[str, Any], at: float
     ) -> None:
@@ -80,7 +88,7 @@ class Cashout(Aggregate):
             raise CashoutStateError(f"attempt {attempt} is not in flight")
         self._credit_uncertain(attempt=attempt, reason=reason, at=at)
 
-    @event("CreditUncertain")
+    @event("CreditUncertain", topic="domain.cashout:Cashout.CreditUncertain")
     def _credit_uncertain(self, attempt: int, reason: str, at: float) -> None:
         self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
 
@@ -96,7 +104,7 @@ class Cashout(Aggregate):
             at=at,
         )
 
-    @event("CashoutCredited")
+    @event("CashoutCredited", topic="domain.cashout:Cashout.CashoutCredited")
     def _credited(
         self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
     ) -> None:
@@ -113,7 +121,7 @@ class Cashout(Aggregate):
             attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
         )
 
-    @event("CreditRefused")
+    @event("CreditRefused", topic="domain.cashout:Cashout.CreditRefused")
     def _credit_refused(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:
@@ -129,6 +137,11 @@ class Cashout(Aggregate):
 class Shipment(Aggregate):
     """A shipping request for fulfillable items (state ``shipping_requested``)."""
 
+    TOPIC = "domain.cashout:Shipment"
+
+    class Created(Aggregate.Created):  # the library's default, unused: a topic all the same
+        TOPIC = "domain.cashout:Shipment.Created"
+
     @staticmethod
     def create_id(request: dict[str, Any]) -> UUID:
         return uuid5(
@@ -138,7 +151,7 @@ class Shipment(Aggregate):
             f"{request['player_external_id']}:{request['client_action_id']}",
         )
 
-    @event("ShippingRequested")
+    @event("ShippingRequested", topic="domain.cashout:Shipment.ShippingRequested")
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
         self.dispatched_at: float | None = None
@@ -148,6 +161,6 @@ class Shipment(Aggregate):
             raise CashoutStateError("the shipment was already dispatched")
         self._dispatched(at=at)
 
-    @event("ShipmentDispatched")
+    @event("ShipmentDispatched", topic="domain.cashout:Shipment.ShipmentDispatched")
     def _dispatched(self, at: float) -> None:
         self.dispatched_at = at

@@ -4,6 +4,11 @@ The event log carries only the *hash* of the active server seed; the seed itself
 revealed in the ``SeedRotated`` event that ends its pair. Every roll with the pair is an
 event here too, so two rounds of one player cannot take the same nonce: the second save
 conflicts on this aggregate's version and retries with the next nonce.
+
+Stored format: each event is stored under its explicit topic (``TOPIC``, ``@event(...,
+topic=...)``), the string it had when topics were module paths. The classes and this
+module may move; topics, event names and fields never change
+(``tests/unit/test_event_topics.py`` pins the topics).
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ class SeedMismatch(Exception):
 
 
 class PlayerFairness(Aggregate):
+    TOPIC = "domain.player_fairness:PlayerFairness"
+
+    class Created(Aggregate.Created):  # the library's default, unused: a topic all the same
+        TOPIC = "domain.player_fairness:PlayerFairness.Created"
+
     @staticmethod
     def create_id(operator_id: str, player_external_id: str, **_: Any) -> UUID:
         return fairness_id(operator_id, player_external_id)
 
-    @event("SeedPairStarted")
+    @event("SeedPairStarted", topic="domain.player_fairness:PlayerFairness.SeedPairStarted")
     def __init__(
         self,
         operator_id: str,
@@ -48,7 +58,7 @@ class PlayerFairness(Aggregate):
         self._nonce_used(round_public_id=round_public_id, nonce=nonce)
         return nonce
 
-    @event("NonceUsed")
+    @event("NonceUsed", topic="domain.player_fairness:PlayerFairness.NonceUsed")
     def _nonce_used(self, round_public_id: str, nonce: int) -> None:
         self.nonce = nonce + 1
 
@@ -72,7 +82,7 @@ class PlayerFairness(Aggregate):
         )
         return self.revealed[-1]
 
-    @event("SeedRotated")
+    @event("SeedRotated", topic="domain.player_fairness:PlayerFairness.SeedRotated")
     def _seed_rotated(
         self,
         server_seed: str,

@@ -2,7 +2,10 @@
 voided, or left with an uncertain debit that is rolled back.
 
 Public methods check the state machine; the decorated private ones only assign state.
-Event class names and this module's name are a stored format: do not rename them.
+Stored format: each event is stored under its explicit topic (``TOPIC``, ``@event(...,
+topic=...)``), the string it had when topics were module paths. The classes and this
+module may move; topics, event names and fields never change
+(``tests/unit/test_event_topics.py`` pins the topics).
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ class RoundStateError(Exception):
 class Round(Aggregate):
     """States: open (an attempt in flight or uncertain) -> settled | voided."""
 
+    TOPIC = "domain.round:Round"
+
+    class Created(Aggregate.Created):  # the library's default, unused: a topic all the same
+        TOPIC = "domain.round:Round.Created"
+
     @staticmethod
     def create_id(opening: dict[str, Any]) -> UUID:
         return round_id(
             opening["operator_id"], opening["player_external_id"], opening["client_action_id"]
         )
 
-    @event("Opened")
+    @event("Opened", topic="domain.round:Round.Opened")
     def __init__(self, opening: dict[str, Any]) -> None:
         self.opening = opening
         self.status = "open"
@@ -71,7 +79,7 @@ class Round(Aggregate):
         )
         return attempt
 
-    @event("DebitAttempted")
+    @event("DebitAttempted", topic="domain.round:Round.DebitAttempted")
     def _debit_attempted(
         self, attempt: int, idempotency_key: str, amount_minor: int, currency: str, at: float
     ) -> None:
@@ -82,7 +90,7 @@ class Round(Aggregate):
             raise RoundStateError(f"attempt {attempt} is not in flight")
         self._debit_uncertain(attempt=attempt, reason=reason, at=at)
 
-    @event("DebitUncertain")
+    @event("DebitUncertain", topic="domain.round:Round.DebitUncertain")
     def _debit_uncertain(self, attempt: int, reason: str, at: float) -> None:
         self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
 
@@ -91,7 +99,7 @@ class Round(Aggregate):
             raise RoundStateError(f"attempt {attempt} has no uncertain debit to roll back")
         self._wager_rolled_back(attempt=attempt, at=at)
 
-    @event("WagerRolledBack")
+    @event("WagerRolledBack", topic="domain.round:Round.WagerRolledBack")
     def _wager_rolled_back(self, attempt: int, at: float) -> None:
         self.attempts[attempt] = {**self.attempts[attempt], "state": "rolled_back"}
 
@@ -100,7 +108,7 @@ class Round(Aggregate):
             raise RoundStateError(f"attempt {attempt} has no uncertain debit")
         self._rollback_escalated(attempt=attempt, at=at)
 
-    @event("RollbackEscalated")
+    @event("RollbackEscalated", topic="domain.round:Round.RollbackEscalated")
     def _rollback_escalated(self, attempt: int, at: float) -> None:
         self.attempts[attempt] = {**self.attempts[attempt], "escalated": True}
 
@@ -118,7 +126,7 @@ class Round(Aggregate):
             raise RoundStateError("only a fresh items-mode round settles without a debit")
         self._round_settled(settlement=settlement)
 
-    @event("WagerDebited")
+    @event("WagerDebited", topic="domain.round:Round.WagerDebited")
     def _wager_debited(
         self,
         attempt: int,
@@ -133,7 +141,7 @@ class Round(Aggregate):
             "balance_after_minor": balance_after_minor,
         }
 
-    @event("RoundSettled")
+    @event("RoundSettled", topic="domain.round:Round.RoundSettled")
     def _round_settled(self, settlement: dict[str, Any]) -> None:
         self.status = "settled"
         self.settlement = settlement
@@ -147,7 +155,7 @@ class Round(Aggregate):
             attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
         )
 
-    @event("RoundVoided")
+    @event("RoundVoided", topic="domain.round:Round.RoundVoided")
     def _round_voided(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:

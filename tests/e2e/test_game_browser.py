@@ -1,257 +1,33 @@
 """The game app in a real browser, embedded in the operator's page on another origin.
 
-A real platform (``upgrader serve``, SQLite in a temporary folder) and the reference
-operator site (``python -m ops.reference_operator.launcher``: wallet, webhooks, the page with
-the iframe) run as processes on free loopback ports; the operator page's origin differs
-from the game's by port. Debian's Chromium, driven by Playwright, plays as a person would.
-Screenshots of the main states go to ``tests/artifacts/`` (gitignored).
-
-Nothing is installed at run time: without /usr/bin/chromium or the playwright package the
-tests skip and say why.
+The platform and the reference operator site run as processes (``tests/support/
+game_browser.py``); Debian's Chromium, driven by Playwright, plays as a person would.
+Screenshots of the main states go to ``tests/artifacts/`` (gitignored). The phone layout
+is tested in ``test_game_phone.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.support.live import free_port
+from tests.support.game_browser import (
+    BROWSER_MARKS,
+    OperatorSite,
+    Session,
+    euros,
+    inventory_available,
+)
 from tests.support.processes import ServerProcess, wait_until
 
-try:
-    from playwright.sync_api import Browser, FrameLocator, Page, Route, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None  # type: ignore[assignment]
+with contextlib.suppress(ImportError):  # without playwright every test skips (BROWSER_MARKS)
+    from playwright.sync_api import Browser, Route, expect
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "tests" / "artifacts"
-DEMO_CONFIG = ROOT / "ops" / "demo" / "config.toml"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-INVENTORY_ROUTES = ROOT / "src" / "api" / "routes" / "items.py"
-
-pytestmark = [
-    pytest.mark.skipif(
-        sync_playwright is None,
-        reason="the playwright Python package is not installed "
-        "(pip install playwright; no `playwright install` is needed, Debian's chromium is used)",
-    ),
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="Debian's Chromium is not at /usr/bin/chromium (apt-get install -y chromium)",
-    ),
-]
-
-
-# --------------------------------------------------------------------------- processes
-
-
-class OperatorSite:
-    """The reference operator (``launcher``) as a process on a free loopback port."""
-
-    def __init__(self, config_path: Path, log_path: Path, platform_url: str) -> None:
-        self.config_path = config_path
-        self.log_path = log_path
-        self.platform_url = platform_url
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> OperatorSite:
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "ops.reference_operator.launcher",
-                    "--config",
-                    str(self.config_path),
-                    "--port",
-                    str(self.port),
-                    "--platform-url",
-                    self.platform_url,
-                ],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_until(self._ready, 30, "the operator site to reach the platform", interval=0.1)
-        return self
-
-    def _ready(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(f"the operator site exited:\n{self.log_path.read_text()}")
-        try:
-            response = httpx.get(self.url + "/demo/status", timeout=2)
-        except httpx.TransportError:
-            return False
-        return response.status_code == 200 and response.json().get("platform") == "ok"
-
-    def balance(self, player: str = "player-1") -> int:
-        response = httpx.get(self.url + "/demo/balance", params={"player": player}, timeout=5)
-        return response.json()["balanceMinor"]
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, OperatorSite]]:
-    folder = tmp_path_factory.mktemp("game-browser")
-    config_path = folder / "config.toml"
-    platform = ServerProcess(
-        config_path,
-        folder / "platform.log",
-        key_id="demo-key",
-        secret="change-me-inbound",
-        database_url=f"sqlite:///{folder}/store.db",
-        redact=["change-me-outbound"],
-    )
-    operator = OperatorSite(config_path, folder / "operator.log", platform.url)
-    text = DEMO_CONFIG.read_text(encoding="utf-8")
-    text = text.replace("http://127.0.0.1:8000", platform.url)
-    text = text.replace("http://127.0.0.1:8001", operator.url)
-    config_path.write_text(text, encoding="utf-8")
-    platform.start()
-    try:
-        operator.start()
-        yield platform, operator
-    finally:
-        operator.stop()
-        platform.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        yield chromium
-        chromium.close()
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-class Session:
-    """One browser tab on the operator page, the game in its iframe."""
-
-    def __init__(
-        self,
-        browser: Browser,
-        operator: OperatorSite,
-        query: str = "",
-        expect_prizes: bool = True,
-        **context: Any,
-    ) -> None:
-        self.context = browser.new_context(locale="en-US", **context)
-        self.page: Page = self.context.new_page()
-        self.problems: list[str] = []
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        self.operator = operator
-        self.page.goto(operator.url + "/" + query)
-        self.game: FrameLocator = self.page.frame_locator("#game")
-        expect(self.game.locator("#app")).to_have_attribute("data-state", "ready", timeout=20_000)
-        if expect_prizes:
-            expect(self.game.locator("#prizes .prize").first).to_be_visible()
-
-    def _console(self, message: Any) -> None:
-        """CSP violations, script errors and missing assets are problems. A refused API
-        call (shown to the player in words) and the deliberately lost answer are not."""
-        url = message.location.get("url", "")
-        expected = "Failed to load resource" in message.text and "/api/play/" in url
-        if (message.type == "error" and not expected) or "Content Security Policy" in message.text:
-            self.problems.append(f"console {message.type}: {message.text} at {url}")
-
-    @property
-    def frame_url(self) -> str:
-        return next(f.url for f in self.page.frames if "/game/upgrader" in f.url)
-
-    def shot(self, name: str, full_page: bool = True) -> Path:
-        path = ARTIFACTS / name
-        self.page.screenshot(path=str(path), full_page=full_page)
-        return path
-
-    def shot_of(self, selector: str, name: str) -> Path:
-        """A screenshot of one part of the game (scrolled into view inside the frame)."""
-        path = ARTIFACTS / name
-        self.game.locator(selector).screenshot(path=str(path))
-        return path
-
-    def set_wager(self, text: str) -> None:
-        self.game.locator("#wager").fill(text)
-        expect(self.game.locator("#play")).to_be_enabled()
-
-    def choose_chance(self, label: str) -> None:
-        self.game.locator("#chances button", has_text=label).click()
-        expect(self.game.locator("#chances [aria-checked='true']")).to_have_text(label)
-
-    def choose_chance_with_prizes(self) -> str:
-        """Click through the chance presets until one offers prizes; its label."""
-        chips = self.game.locator("#chances button")
-        for index in range(chips.count()):
-            chip = chips.nth(index)
-            chip.click()
-            expect(chip).to_have_attribute("aria-checked", "true")
-            expect(self.game.locator("#prizes")).not_to_have_attribute("aria-busy", "true")
-            if self.game.locator("#prizes .prize").count():
-                expect(self.game.locator("#play")).to_be_enabled()
-                return chip.inner_text()
-        raise AssertionError("no chance preset offers a prize for this stake")
-
-    def play(self) -> str:
-        """Press Upgrade and wait for the outcome: 'win', 'loss' or 'error'."""
-        self.game.locator("#play").click()
-        result = self.game.locator("#result")
-        expect(result).to_have_class(re.compile(r"\b(win|loss|error)\b"), timeout=20_000)
-        expect(self.game.locator("#play")).not_to_have_text("Rolling…")
-        return (result.get_attribute("class") or "").split()[-1]
-
-    def close(self) -> None:
-        self.context.close()
-
-
-def euros(minor: int) -> str:
-    return f"€{Decimal(minor) / 100:,.2f}"
-
-
-def inventory_available(platform: ServerProcess) -> bool:
-    """Whether the platform has the items-mode player routes (someone else builds them)."""
-    response = httpx.get(platform.url + "/api/play/inventory", timeout=5)
-    return response.status_code == 401
+pytestmark = BROWSER_MARKS
 
 
 # --------------------------------------------------------------------------- tests
@@ -333,7 +109,7 @@ def test_plays_a_balance_round_in_the_operator_iframe_and_retries_with_the_same_
         assert session.play() == "error"
         expect(game.locator("#result")).to_contain_text("balance is too low")
         expect(game.locator("#result")).to_contain_text("INSUFFICIENT_FUNDS")
-        expect(game.locator("#history tr").first.locator(".outcome")).to_have_text("voided")
+        expect(game.locator("#history tr").first.locator(".outcome")).to_have_text("not played")
         expect(game.locator("#play")).to_have_text("Upgrade")
         session.shot("03-desktop-refused.png")
         assert session.problems == []
@@ -435,32 +211,6 @@ def test_stakes_a_won_item_and_cashes_one_back(
         session.close()
 
 
-def test_fits_a_phone_screen(demo: tuple[ServerProcess, OperatorSite], browser: Browser) -> None:
-    _, operator = demo
-    session = Session(
-        browser,
-        operator,
-        viewport={"width": 390, "height": 844},
-        device_scale_factor=2,
-        is_mobile=True,
-        has_touch=True,
-    )
-    try:
-        game = session.game
-        frame = next(f for f in session.page.frames if "/game/upgrader" in f.url)
-        assert frame.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        assert session.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        session.shot("08-phone-ready.png", full_page=False)
-        session.set_wager("5.00")
-        assert session.play() in ("win", "loss")
-        game.locator("#result").scroll_into_view_if_needed()
-        session.shot("09-phone-result.png", full_page=False)
-        assert frame.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        assert session.problems == []
-    finally:
-        session.close()
-
-
 def test_shows_money_in_the_launch_currency_and_survives_a_reload(
     demo: tuple[ServerProcess, OperatorSite], browser: Browser
 ) -> None:
@@ -496,7 +246,7 @@ def test_shows_money_in_the_launch_currency_and_survives_a_reload(
         expect(game.locator("#currency-code")).to_have_text("JPY")
         expect(game.locator("#balance")).to_have_text("¥0")
         game.locator(".tabs [data-tab='history']").click()
-        expect(game.locator("#history tr").first.locator(".outcome")).to_have_text("voided")
+        expect(game.locator("#history tr").first.locator(".outcome")).to_have_text("not played")
         assert session.problems == []
     finally:
         session.close()

@@ -102,11 +102,17 @@
     return text + "%";
   }
 
+  /** A roll, always with its two decimals: 4217 -> "42.17%", 500 -> "5.00%", 7 -> "0.07%". */
+  function rollPercent(bps) {
+    return majorText(bps, 2) + "%";
+  }
+
   root.UpgraderMoney = {
     exponentOf: exponentOf,
     majorText: majorText,
     format: format,
     parse: parse,
-    percent: percent
+    percent: percent,
+    rollPercent: rollPercent
   };
 })(window);
