@@ -23,6 +23,7 @@ from api.routes.platform import (
 )
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
 from api.runtime import Runtime
+from api.strict_input import refuse_nul_paths
 from application import store_calls
 from application.platform import Platform
 
@@ -107,7 +108,7 @@ def create_app(
         route_handlers=[*ROUTES, *(extra_routes or [])],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OPENAPI,
-        middleware=[player_cors],
+        middleware=[player_cors, refuse_nul_paths],
         debug=False,
         request_max_body_size=platform.config.service.max_body_bytes,
     )

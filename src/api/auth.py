@@ -10,8 +10,9 @@ which copy counts would otherwise depend on the parser.
 Each guard also does the rest of a request's admission, so that a route runs one guard
 (Litestar copies the route handler for every guard it calls): the rate-limit hit of the
 key or session, chained with the player's play on play routes (``opt=COUNTS_PLAYS``) in
-one statement on the event loop (application/rate_limits.py), and the strict decoding of
-the body, whose refusal is answered after the key's or session's verdict, as before.
+one statement on the event loop (application/rate_limits.py), and the strict reading of
+the query and the body (``api.strict_input``), whose refusal is answered after the key's
+or session's verdict, as before.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ import hashlib
 import logging
 from typing import Any
 
-import msgspec
-from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from application.errors import PlatformError, validation_error
+from api.strict_input import check_query, decode_body, hand_to_litestar, read_body
+from application.errors import PlatformError
 from application.platform import Platform
 from application.rate_limits import Hit, NoConnection
 from application.sessions import PlayerSession
@@ -58,8 +58,7 @@ def platform_of(connection: ASGIConnection) -> Platform:
 
 async def s2s_guard(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
     platform = platform_of(connection)
-    request: Request = Request(connection.scope, connection.receive)
-    body = await request.body()
+    body = await read_body(connection)
     headers = connection.headers
     outcome = _repeated_envelope_header(connection) or verify_inbound(
         platform.directory.keyring,
@@ -77,10 +76,10 @@ async def s2s_guard(connection: ASGIConnection, route_handler: BaseRouteHandler)
     connection.state.key_id = outcome.key_id
     limits = platform.directory.operators[outcome.operator_id].config.limits
     key_hit = (f"key:{outcome.key_id}", limits.requests_per_second_per_key, "requests for this key")
-    await _count_then_check_body(connection, route_handler, body, outcome.operator_id, key_hit)
+    await _count_then_check_input(connection, route_handler, body, outcome.operator_id, key_hit)
 
 
-async def _count_then_check_body(
+async def _count_then_check_input(
     connection: ASGIConnection,
     route_handler: BaseRouteHandler,
     body: bytes,
@@ -89,12 +88,13 @@ async def _count_then_check_body(
     player: str | None = None,
 ) -> None:
     """Count ``first`` (the key or the session) and, on a play route with a valid body,
-    the player's play in the same chain (one statement); then refuse an invalid body.
+    the player's play in the same chain (one statement); then refuse an invalid query or
+    body.
 
     The order of the answers is the one of counting one after another: over the first
-    limit is 429 and counts nothing more; an invalid body is 422 and counts no play.
+    limit is 429 and counts nothing more; invalid input is 422 and counts no play.
     """
-    value, problem = _strict_decode(route_handler, body)
+    value, problem = _strict_input(connection, route_handler, body)
     hits = [first]
     if problem is None and route_handler.opt.get(PLAYS_OPT):
         who = player if player is not None else value.player_external_id
@@ -102,7 +102,7 @@ async def _count_then_check_body(
     await count_hits(platform_of(connection), hits)
     if problem is not None:
         raise problem
-    connection.state.body_checked = True
+    connection.state.input_checked = True
 
 
 PLAYS_OPT = "counts_plays"  # route opt: the guard counts the player's play
@@ -184,11 +184,11 @@ async def player_guard(connection: ASGIConnection, route_handler: BaseRouteHandl
     body = b""
     if route_handler.parsed_data_field is not None:
         try:
-            body = await Request(connection.scope, connection.receive).body()
+            body = await read_body(connection)
         except Exception:  # e.g. 413: the session's hit still counts, as it always did
             await count_hits(platform, [session_hit])
             raise
-    await _count_then_check_body(
+    await _count_then_check_input(
         connection,
         route_handler,
         body,
@@ -198,43 +198,28 @@ async def player_guard(connection: ASGIConnection, route_handler: BaseRouteHandl
     )
 
 
-_DECODERS: dict[Any, msgspec.json.Decoder] = {}
-
-
-def _strict_decode(
-    route_handler: BaseRouteHandler, body: bytes
+def _strict_input(
+    connection: ASGIConnection, route_handler: BaseRouteHandler, body: bytes
 ) -> tuple[Any, PlatformError | None]:
-    """The body decoded strictly against the route's declared struct (None without one),
-    or the VALIDATION_ERROR to answer."""
+    """The body decoded strictly (None when the route takes none, and then handed to
+    Litestar), or the VALIDATION_ERROR of the query or the body."""
+    problem = check_query(connection, route_handler)
     field = route_handler.parsed_data_field
-    if field is None:
-        return None, None
-    decoder = _DECODERS.get(field.annotation)
-    if decoder is None:
-        decoder = _DECODERS[field.annotation] = msgspec.json.Decoder(field.annotation)
-    try:
-        return decoder.decode(body), None
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        where = message.rsplit(" - at `$.", 1)
-        text = f"{where[1].rstrip('`')}: {where[0]}" if len(where) == 2 else message
-        return None, validation_error(text)
-    except msgspec.DecodeError as exc:
-        return None, validation_error(f"malformed request: {exc}")
+    if problem is not None or field is None:
+        return None, problem
+    value, problem = decode_body(field.annotation, body)
+    if problem is None:
+        hand_to_litestar(connection, value)
+    return value, problem
 
 
 async def strict_body(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
-    """Decode the JSON body strictly (after authentication, before Litestar's lax parse).
-
-    Litestar converts bodies with ``strict=False``, which would take ``"1000"`` or
-    ``1000.0`` for an integer; the interface wants such input refused as
-    VALIDATION_ERROR, so the raw bytes are decoded here against the declared struct.
-    The authenticating guards already do it (before counting a play); routes without
-    one (session init) get it here.
-    """
-    if route_handler.parsed_data_field is None or getattr(connection.state, "body_checked", False):
+    """The strict reading of the query and body (``api.strict_input``) for the routes
+    without an authenticating guard (session init); the guards above do it themselves
+    (before counting a play)."""
+    if getattr(connection.state, "input_checked", False):
         return
-    body = await Request(connection.scope, connection.receive).body()
-    _, problem = _strict_decode(route_handler, body)
+    body = await read_body(connection) if route_handler.parsed_data_field is not None else b""
+    _, problem = _strict_input(connection, route_handler, body)
     if problem is not None:
         raise problem

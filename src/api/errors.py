@@ -19,6 +19,7 @@ from litestar.exceptions import (
 )
 from litestar.openapi import ResponseSpec
 
+from api.strict_input import ClientVanished
 from application.errors import PlatformError
 from application.sql import StoreUnavailable
 
@@ -93,7 +94,9 @@ def http_error(_: Request, exc: HTTPException) -> Response:
     if isinstance(exc, NotFoundException):
         return error_response("NOT_FOUND", 404, "no such route or resource")
     if isinstance(exc, MethodNotAllowedException):
-        return error_response("METHOD_NOT_ALLOWED", 405, "method not allowed on this route")
+        response = error_response("METHOD_NOT_ALLOWED", 405, "method not allowed on this route")
+        response.headers.update(exc.headers or {})  # Allow: the route's methods
+        return response
     if exc.status_code == 413:
         return error_response("PAYLOAD_TOO_LARGE", 413, "request body too large")
     if exc.status_code == 400:
@@ -101,6 +104,14 @@ def http_error(_: Request, exc: HTTPException) -> Response:
     if exc.status_code >= 500:
         return internal_error(_, exc)
     return error_response("REQUEST_REFUSED", exc.status_code, str(exc.detail))
+
+
+def client_vanished(request: Request, exc: ClientVanished) -> Response:
+    """Not an error of ours: the client is gone, nothing ran, and nobody reads this."""
+    log.debug("client vanished before sending its whole body (%s)", request.url.path)
+    return error_response(
+        "BAD_REQUEST", 400, "the client closed the connection before sending the whole body"
+    )
 
 
 def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
@@ -125,6 +136,7 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_failed,
     HTTPException: http_error,
     StoreUnavailable: store_unavailable,
+    ClientVanished: client_vanished,
     Exception: internal_error,
 }
 

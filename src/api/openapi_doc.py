@@ -9,7 +9,9 @@ with the error body). So, once the app is built:
 - every component that is one of the wire structs is replaced by msgspec's own JSON Schema
   of that struct (the same rules ``strict_body`` and the response encoder apply), with
   references rewritten into ``#/components/schemas/``;
-- the 400 responses are removed.
+- the 400 responses are removed;
+- integer query parameters say ``format: int64`` (``api.strict_input`` refuses any other
+  spelling or range).
 
 The schemathesis run (``tests/integration/test_schemathesis.py``) checks the result
 against the live API.
@@ -52,4 +54,16 @@ def finish_openapi(app: Litestar) -> dict[str, Any]:
         for operation in path_item.values():
             if isinstance(operation, dict):
                 operation.get("responses", {}).pop("400", None)
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "query":
+                        _int64(parameter.get("schema", {}))
     return document
+
+
+def _int64(schema: dict[str, Any]) -> None:
+    """``format: int64`` on every integer in a query parameter's schema."""
+    if schema.get("type") == "integer":
+        schema.setdefault("format", "int64")
+    for inner in [schema.get("items"), *schema.get("oneOf", [])]:
+        if isinstance(inner, dict):
+            _int64(inner)

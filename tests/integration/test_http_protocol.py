@@ -8,6 +8,7 @@ connection that gets its whole answer first, and the API's own answers.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -19,7 +20,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from api.cli_serve import server_settings
-from api.http_protocol import FLUSH_BYTES, JoinedWritesProtocol
+from api.http_protocol import FLUSH_BYTES, MAX_HEAD_BYTES, JoinedWritesProtocol
 
 SMALL = b'{"ok":true}'
 CHUNK = bytes(range(256)) * 400  # 102,400 bytes, above FLUSH_BYTES
@@ -218,13 +219,69 @@ def test_head_gets_the_head_alone(joined: int) -> None:
         assert after == SMALL
 
 
-def test_a_malformed_request_gets_400_and_the_connection_closes(joined: int) -> None:
+MALFORMED = {
+    "request-line garbage": b"NOT A REQUEST\r\n\r\n",
+    "binary garbage": bytes(range(256)),
+    "a lower-case method": b"get /small HTTP/1.1\r\nhost: test\r\n\r\n",
+    "a non-ASCII target": b"GET /sm\xffall HTTP/1.1\r\nhost: test\r\n\r\n",
+    "a space in a header name": b"GET /small HTTP/1.1\r\nho st: test\r\n\r\n",
+    "an unknown HTTP version": b"GET /small HTTP/7.3\r\nhost: test\r\n\r\n",
+    "a bad content length": b"POST /small HTTP/1.1\r\ncontent-length: 1x\r\n\r\n",
+    "two content lengths": b"POST /small HTTP/1.1\r\ncontent-length: 1\r\n"
+    b"content-length: 2\r\n\r\nab",
+    "a bad chunk size": b"POST /small HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+}
+
+
+@pytest.mark.parametrize("request_bytes", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_request_gets_the_error_body_and_the_connection_closes(
+    joined: int, request_bytes: bytes
+) -> None:
+    """What the HTTP parser refuses is answered like any refusal of the API: 400
+    BAD_REQUEST with the error body (not uvicorn's plain text), then the close."""
     with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
-        sock.sendall(b"NOT A REQUEST\r\n\r\n")
+        sock.sendall(request_bytes)
         data = b""
         while more := sock.recv(65536):
             data += more
-    assert data.startswith(b"HTTP/1.1 400 Bad Request")
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.lower().split(b"\r\n")
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert b"content-type: application/json" in lines
+    assert b"connection: close" in lines
+    assert f"content-length: {len(body)}".encode() in lines
+    assert json.loads(body) == {
+        "error": {"code": "BAD_REQUEST", "message": "malformed HTTP request"}
+    }
+
+
+def _read_to_close(sock: socket.socket) -> tuple[list[bytes], bytes]:
+    data = b""
+    while more := sock.recv(65536):
+        data += more
+    head, body = data.split(b"\r\n\r\n", 1)
+    return head.lower().split(b"\r\n"), body
+
+
+def test_a_request_head_beyond_64_kib_is_refused_even_in_one_read(joined: int) -> None:
+    """httptools bounds the target but not the headers: a head (target and headers)
+    beyond MAX_HEAD_BYTES is refused like any malformed request, whether it arrives whole
+    or keeps growing; one just below the bound is served."""
+    assert MAX_HEAD_BYTES == 64 * 1024
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        head, body = exchange(sock, get("/small", f"x-big: {'x' * 60000}\r\n"))
+        assert head.startswith(b"HTTP/1.1 200 OK") and body == SMALL
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        sock.sendall(get("/small", f"x-big: {'x' * 70000}\r\n"))  # whole, in one piece
+        lines, body = _read_to_close(sock)
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
+    with socket.create_connection(("127.0.0.1", joined), timeout=10) as sock:
+        sock.sendall(b"GET /small HTTP/1.1\r\nx-big: " + b"x" * 60000)  # no end yet
+        sock.sendall(b"x" * 8000)  # past the bound, still no end: refused as it grows
+        lines, body = _read_to_close(sock)
+    assert lines[0] == b"http/1.1 400 bad request"
+    assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
 
 
 def test_the_api_serves_with_it() -> None:

@@ -159,6 +159,13 @@ class ItemsEnv:
             self.platform.close()
         self.api = self.live = self.platform = None
 
+    def __enter__(self) -> ItemsEnv:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def restart(self, raw: dict[str, Any]) -> int:
         self.stop()
         return self.start(raw)

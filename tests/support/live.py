@@ -1,4 +1,5 @@
-"""The Litestar app served by a real uvicorn on a free loopback port, in a thread."""
+"""The Litestar app served by a real uvicorn on a free loopback port, in a thread, with
+the HTTP protocol class ``upgrader serve`` uses (``api/http_protocol.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from api.http_protocol import JoinedWritesProtocol
 from tests.support.signing import signed_headers
 
 
@@ -24,7 +26,12 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            http=JoinedWritesProtocol,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
