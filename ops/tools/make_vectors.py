@@ -130,15 +130,19 @@ def main(argv: list[str] | None = None) -> int:
         for label, client in dict.fromkeys((lbl, cl) for lbl, cl, _ in REJECTION_CASES):
             search_rejections(label, client, args.search_rejections)
         return 0
-    text = render()
-    if args.check:
-        current = args.output.read_text(encoding="ascii") if args.output.exists() else None
+    return write_or_check(render(), args.output, args.check)
+
+
+def write_or_check(text: str, output: Path, check: bool) -> int:
+    """Write ``text`` to ``output``, or (``check``) exit 1 when the file holds other text."""
+    if check:
+        current = output.read_text(encoding="ascii") if output.exists() else None
         if current != text:
-            print(f"{args.output} is not what make_vectors generates", file=sys.stderr)
+            print(f"{output} is not what {Path(sys.argv[0]).name} generates", file=sys.stderr)
             return 1
         return 0
-    args.output.write_text(text, encoding="ascii")
-    print(f"wrote {args.output}")
+    output.write_text(text, encoding="ascii")
+    print(f"wrote {output}")
     return 0
 
 

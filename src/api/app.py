@@ -14,6 +14,7 @@ from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.explorers import root, with_explorers
 from api.openapi_doc import finish_openapi
+from api.routes.boxes import PlayerBoxesController, S2SBoxesController
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import (
@@ -35,6 +36,8 @@ ROUTES = [
     PlayerUpgraderController,
     S2SItemsController,
     PlayerItemsController,
+    S2SBoxesController,
+    PlayerBoxesController,
     GameController,
     root,
 ]

@@ -10,7 +10,9 @@ Three ways in:
   ``--server-seed-hash H``, ``--rolled-bps R``, ``--chance-bps P`` (and ``--is-win``);
 * ``--round FILE --server-seed S``: a round JSON as the API returns it (the round
   object, or a play answer ``{"round": {...}}``); its hash, roll and outcome are claims;
-* ``--vectors FILE``: a published vector file, every case checked.
+* ``--vectors FILE``: a published vector file, every case checked: rolls
+  (hmac_sha256_v1.json) and box draws over ``totalTickets`` (box_draw_v1.json,
+  cli_verify_draw.py).
 
 Exit status: 0 when every claim holds, 1 when any does not (one line per failed claim),
 2 on malformed input (bad seed format, unreadable file, unknown algorithm, ...).
@@ -343,6 +345,27 @@ def _print_verification(result: Verification) -> None:
         print(f"verified: all {len(result.checks)} claims hold")
 
 
+def _case_problems(case: Any) -> list[str]:
+    """A roll case (``rolledBps``) or a box draw case (``totalTickets``, cli_verify_draw)."""
+    if not isinstance(case, dict):
+        raise MalformedInput("case is not an object")
+    if "totalTickets" in case:
+        from api.cli_verify_draw import draw_case_problems
+
+        return draw_case_problems(case)
+    for key in ("serverSeed", "serverSeedHash", "clientSeed", "nonce", "rolledBps"):
+        if key not in case:
+            raise MalformedInput(f"case has no {key}")
+    claims = Claims(
+        server_seed=_server_seed(case["serverSeed"]),
+        client_seed=_client_seed(case["clientSeed"]),
+        nonce=_json_int(case["nonce"], "nonce"),
+        server_seed_hash=_hash(case["serverSeedHash"]),
+        rolled_bps=_rolled(_json_int(case["rolledBps"], "rolledBps"), "rolledBps"),
+    )
+    return [check.line() for check in verify(claims).failures()]
+
+
 def _check_vectors(document: Any) -> dict[str, Any]:
     if not isinstance(document, dict) or not isinstance(document.get("cases"), list):
         raise MalformedInput('vector file must be {"algorithmKey": ..., "cases": [...]}')
@@ -352,22 +375,8 @@ def _check_vectors(document: Any) -> dict[str, Any]:
         raise MalformedInput("vector file has no cases")
     failures: list[dict[str, Any]] = []
     for index, case in enumerate(cases):
-        problems: list[str] = []
         try:
-            if not isinstance(case, dict):
-                raise MalformedInput("case is not an object")
-            for key in ("serverSeed", "serverSeedHash", "clientSeed", "nonce", "rolledBps"):
-                if key not in case:
-                    raise MalformedInput(f"case has no {key}")
-            claims = Claims(
-                server_seed=_server_seed(case["serverSeed"]),
-                client_seed=_client_seed(case["clientSeed"]),
-                nonce=_json_int(case["nonce"], "nonce"),
-                server_seed_hash=_hash(case["serverSeedHash"]),
-                rolled_bps=_rolled(_json_int(case["rolledBps"], "rolledBps"), "rolledBps"),
-            )
-            result = verify(claims)
-            problems = [check.line() for check in result.failures()]
+            problems = _case_problems(case)
         except MalformedInput as exc:
             problems = [f"malformed: {exc}"]
         if problems:
@@ -445,6 +454,7 @@ examples:
   upgrader verify --server-seed S --client-seed C --nonce 7 --rolled-bps 4321
   upgrader verify --round round.json --server-seed S
   upgrader verify --vectors tests/vectors/{ALGORITHM_KEY}.json
+  upgrader verify --vectors tests/vectors/box_draw_v1.json
 """
 
 
@@ -479,6 +489,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "needs --server-seed",
     )
     parser.add_argument(
-        "--vectors", metavar="FILE", help="check every case of a published vector file"
+        "--vectors",
+        metavar="FILE",
+        help="check every case of a published vector file (rolls or box draws)",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable result")

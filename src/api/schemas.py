@@ -21,26 +21,6 @@ class Health(Wire):
     time: str
 
 
-class BoxItem(Wire):
-    item_id: int
-    name: str
-    value_minor: int
-    weight: int
-
-
-class Box(Wire):
-    box_id: int
-    box_version_id: int
-    name: str
-    price_minor: int
-    currency: str
-    items: list[BoxItem]
-
-
-class Boxes(Wire):
-    boxes: list[Box]
-
-
 class LaunchRequest(Wire):
     player_external_id: PlayerId
     game_key: Annotated[str, Meta(min_length=1, max_length=64)]

@@ -78,6 +78,12 @@ class LimitsConfig(_Strict):
     plays_per_second_per_player: int = 10
 
 
+class BoxesConfig(_Strict):
+    """The box game's operator settings (used when "boxes" is in enabled_games)."""
+
+    max_boxes_per_round: int = 10
+
+
 class OperatorConfig(_Strict):
     id: str
     base_currency: str
@@ -89,6 +95,7 @@ class OperatorConfig(_Strict):
     keys: list[KeyConfig] = msgspec.field(default_factory=list)
     currencies: list[CurrencyConfig] = msgspec.field(default_factory=list)
     upgrader: UpgraderConfig = msgspec.field(default_factory=UpgraderConfig)
+    boxes: BoxesConfig = msgspec.field(default_factory=BoxesConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     allowed_frame_origins: list[str] = msgspec.field(default_factory=lambda: ["*"])
 
@@ -117,6 +124,8 @@ class BoxConfig(_Strict):
     box_version_id: int
     name: dict[str, str]
     price_minor: int
+    image_url: str | None = None
+    active: bool = True
     items: list[BoxEntryConfig] = msgspec.field(default_factory=list)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from application.box_config import box_problems, boxes_settings_problems
 from application.config import Config, OperatorConfig, UpgraderConfig
 from domain.money import parse_rate
 
-KNOWN_GAMES = frozenset({"upgrader"})
+KNOWN_GAMES = frozenset({"upgrader", "boxes"})
 _CURRENCY_CODE = re.compile(r"^[A-Z]{3}$")
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 
@@ -79,6 +80,7 @@ def _operator_problems(where: str, operator: OperatorConfig) -> Iterator[str]:
     if operator.base_currency not in codes:
         yield f"{where}.base_currency: {operator.base_currency!r} has no entry in currencies"
     yield from _upgrader_problems(f"{where}.upgrader", operator.upgrader)
+    yield from boxes_settings_problems(where, operator)
     for name in (
         "requests_per_second_per_key",
         "requests_per_second_per_session",
@@ -124,16 +126,4 @@ def _catalog_problems(config: Config) -> Iterator[str]:
             yield f"{at}.value_minor: must not be negative"
         if item.cashback_bps is not None and not 0 <= item.cashback_bps <= 10000:
             yield f"{at}.cashback_bps: must be within 0..10000"
-    box_ids: set[int] = set()
-    for index, box in enumerate(config.catalog.boxes):
-        at = f"catalog.boxes[{index}]"
-        if box.box_id in box_ids:
-            yield f"{at}.box_id: {box.box_id} is listed twice"
-        box_ids.add(box.box_id)
-        if not box.name:
-            yield f"{at}.name: a box needs a name"
-        for entry_index, entry in enumerate(box.items):
-            if entry.item_id not in item_ids:
-                yield f"{at}.items[{entry_index}].item_id: no catalogue item {entry.item_id}"
-            if entry.weight <= 0:
-                yield f"{at}.items[{entry_index}].weight: must be above 0"
+    yield from box_problems(config)

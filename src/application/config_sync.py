@@ -9,6 +9,7 @@ import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
+from application.box_records import box_catalog_changes
 from application.config import CatalogItemConfig, Config, OperatorConfig
 from domain.config_history import CatalogItemRecord, OperatorProfile
 
@@ -19,7 +20,9 @@ def secret_fingerprint(secret: str) -> str:
 
 
 def operator_settings(operator: OperatorConfig) -> dict[str, Any]:
-    return {
+    """The recorded settings; ``boxes`` only when the game is enabled, so that settings
+    recorded before the box game existed still compare equal."""
+    settings = {
         "base_currency": operator.base_currency,
         "wallet_url": operator.wallet_url,
         "webhook_url": operator.webhook_url,
@@ -28,16 +31,24 @@ def operator_settings(operator: OperatorConfig) -> dict[str, Any]:
         "credits_share_bps": operator.credits_share_bps,
         "upgrader": msgspec.to_builtins(operator.upgrader),
     }
+    if "boxes" in operator.enabled_games:
+        settings["boxes"] = msgspec.to_builtins(operator.boxes)
+    return settings
 
 
 def record_config(app: Application, config: Config, attempts: int = 5) -> int:
     """Append the events that bring the recorded state to ``config``; returns how many.
 
     Several processes starting at once may race: the loser's save conflicts, and it
-    recomputes the difference against what the winner recorded.
+    recomputes the difference against what the winner recorded. A changed or dropped
+    box version raises ConfigError before anything is appended.
     """
     for attempt in range(attempts):
-        changed = [*_operator_changes(app, config), *_catalog_changes(app, config)]
+        changed = [
+            *_operator_changes(app, config),
+            *_catalog_changes(app, config),
+            *box_catalog_changes(app, config),
+        ]
         pending = sum(len(a.pending_events) for a in changed)
         if not changed:
             return 0

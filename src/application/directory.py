@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from application.box_config import box_catalog
 from application.config import CatalogItemConfig, Config, OperatorConfig
 from application.errors import PlatformError
+from domain.boxes import BoxCatalog
 from domain.money import Currency, parse_rate
 from domain.signing import SigningKey
 from domain.upgrader_rules import CatalogItem, PriceIndex, UpgraderSettings
@@ -77,6 +79,7 @@ class Directory:
     keyring: dict[str, SigningKey] = field(repr=False)
     catalog_access: dict[str, bool]
     catalog: dict[int, CatalogItem]
+    boxes: BoxCatalog = field(default_factory=BoxCatalog)
     _indexes: dict[tuple[str, str], PriceIndex] = field(default_factory=dict, repr=False)
 
     def price_index(self, operator: Operator, currency: Currency) -> PriceIndex:
@@ -100,4 +103,5 @@ class Directory:
             keyring=keyring,
             catalog_access=access,
             catalog={i.item_id: catalog_item(i) for i in config.catalog.items},
+            boxes=box_catalog(config),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from application.clock import ManualClock
+from tests.integration.test_box_catalog import BOX_7
 from tests.support.live import Api
 from tests.support.signing import signed_headers
 
@@ -183,18 +184,7 @@ def test_a_launch_is_always_for_the_keys_own_operator(api: Api) -> None:
 
 def test_boxes_need_catalog_access(api: Api) -> None:
     response = api.s2s("GET", "/api/s2s/boxes")
-    assert response.json() == {
-        "boxes": [
-            {
-                "boxId": 7,
-                "boxVersionId": 3,
-                "name": "Box",
-                "priceMinor": 300,
-                "currency": "EUR",
-                "items": [{"itemId": 1, "name": "Item 1", "valueMinor": 500, "weight": 1}],
-            }
-        ]
-    }
+    assert response.json() == {"boxes": [BOX_7]}  # tests/integration/test_box_catalog.py
     denied = api.s2s("GET", "/api/s2s/boxes", key_id="key-b", secret="secret-b-1")
     assert _error(denied) == (403, "CATALOG_ACCESS_DENIED")
 

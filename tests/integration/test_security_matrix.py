@@ -263,6 +263,9 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
     assert seen.s2s("GET /api/s2s/health", "/api/s2s/health", **KEY_B).status_code == 200
     boxes = seen.s2s("GET /api/s2s/boxes", "/api/s2s/boxes", **KEY_B)
     assert _error(boxes) == (403, "CATALOG_ACCESS_DENIED")
+    version_route = "GET /api/s2s/boxes/{box_id}/versions/{box_version_id}"
+    box_version = seen.s2s(version_route, "/api/s2s/boxes/7/versions/3", **KEY_B)
+    assert _error(box_version) == (403, "CATALOG_ACCESS_DENIED")
     launch = seen.s2s(
         "POST /api/s2s/launches",
         "/api/s2s/launches",
@@ -373,6 +376,18 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
         assert _error(replay) == (422, "INSUFFICIENT_FUNDS")
         listed = seen.play("GET /api/play/rounds", "/api/play/rounds", token)
         assert [r["status"] for r in listed.json()["rounds"]] in (["voided"], ["voided"] * 2)
+        # the box catalogue is the operator's, not a player's: op-a has boxes, op-b not
+        boxes = seen.play("GET /api/play/boxes", "/api/play/boxes", token)
+        box_version = seen.play(
+            "GET /api/play/boxes/{box_id}/versions/{box_version_id}",
+            "/api/play/boxes/7/versions/3",
+            token,
+        )
+        if operator_id == "op-a":
+            assert [b["boxId"] for b in boxes.json()["boxes"]] == [7]
+            assert box_version.json()["oddsHash"] == boxes.json()["boxes"][0]["oddsHash"]
+        else:
+            assert _error(boxes) == _error(box_version) == (403, "GAME_DISABLED")
         assert seen.play("GET /api/play/fairness", "/api/play/fairness", token).status_code == 200
         rotated = seen.play(
             "POST /api/play/fairness/rotate", "/api/play/fairness/rotate", token, body={}

@@ -26,7 +26,7 @@ BASE: dict[str, Any] = {
                 "plays_per_second_per_player": 100000,
             },
             "outbound_secret": "outbound-a-secret",
-            "enabled_games": ["upgrader"],
+            "enabled_games": ["upgrader", "boxes"],
             "keys": [
                 {"key_id": "key-a", "secret": "secret-a-1", "catalog_access": True},
                 {"key_id": "key-a-old", "secret": "secret-a-0", "revoked": True},

@@ -22,6 +22,7 @@ import pytest
 from eventsourcing.domain import Aggregate
 from eventsourcing.utils import get_topic, resolve_topic
 
+from domain.box_history import BoxCatalogRecord
 from domain.cashout import Cashout, Shipment
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.inventory import InventoryItem
@@ -82,6 +83,16 @@ PINNED: dict[str, type] = {
     "domain.config_history:CatalogItemRecord.Listed": CatalogItemRecord.Listed,
     "domain.config_history:CatalogItemRecord.Priced": CatalogItemRecord.Priced,
     "domain.config_history:CatalogItemRecord.Changed": CatalogItemRecord.Changed,
+    "domain.box_history:BoxCatalogRecord": BoxCatalogRecord,
+    "domain.box_history:BoxCatalogRecord.Created": BoxCatalogRecord.Created,
+    "domain.box_history:BoxCatalogRecord.Started": BoxCatalogRecord.Started,
+    "domain.box_history:BoxCatalogRecord.VersionRecorded": BoxCatalogRecord.VersionRecorded,
+    "domain.box_history:BoxCatalogRecord.VersionActiveChanged": (
+        BoxCatalogRecord.VersionActiveChanged
+    ),
+    "domain.box_history:BoxCatalogRecord.VersionDisplayChanged": (
+        BoxCatalogRecord.VersionDisplayChanged
+    ),
 }
 AGGREGATES = [cls for cls in PINNED.values() if issubclass(cls, Aggregate)]
 # the event that creates each aggregate (its ``__init__``'s)
@@ -93,6 +104,7 @@ CREATED_BY = {
     Shipment: "domain.cashout:Shipment.ShippingRequested",
     OperatorProfile: "domain.config_history:OperatorProfile.Registered",
     CatalogItemRecord: "domain.config_history:CatalogItemRecord.Listed",
+    BoxCatalogRecord: "domain.box_history:BoxCatalogRecord.Started",
 }
 
 
@@ -174,6 +186,7 @@ MAKE = {
     "Shipment": lambda c: c(dict(KEY)),
     "OperatorProfile": lambda c: c("o"),
     "CatalogItemRecord": lambda c: c(7, {"value_minor": 1}),
+    "BoxCatalogRecord": lambda c: c(),
 }
 app = Application(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
 topics, saved = {}, {}

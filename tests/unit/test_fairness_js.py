@@ -102,13 +102,13 @@ main().catch((e) => { console.error(e); process.exit(3); });
 """
 
 
-@pytest.fixture(scope="module")
-def node_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run_node(tmp_path_factory: pytest.TempPathFactory, driver: str, *args: object) -> dict:
+    """Run a driver script under node with fairness.js and ``args``; its JSON output."""
     assert NODE is not None
-    driver = tmp_path_factory.mktemp("node") / "driver.js"
-    driver.write_text(DRIVER, encoding="utf-8")
+    path = tmp_path_factory.mktemp("node") / "driver.js"
+    path.write_text(driver, encoding="utf-8")
     completed = subprocess.run(
-        [NODE, str(driver), str(FAIRNESS_JS), str(VECTORS)],
+        [NODE, str(path), str(FAIRNESS_JS), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -116,6 +116,11 @@ def node_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     )
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout)
+
+
+@pytest.fixture(scope="module")
+def node_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_node(tmp_path_factory, DRIVER, VECTORS)
 
 
 @needs_node

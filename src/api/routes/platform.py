@@ -23,9 +23,6 @@ from api.routes.common import (
 )
 from api.schemas import (
     BalanceAnswer,
-    Box,
-    Boxes,
-    BoxItem,
     GameInfo,
     Health,
     LaunchAnswer,
@@ -45,7 +42,7 @@ from application.clock import iso_utc
 from application.errors import PlatformError, game_disabled
 from application.platform import Platform
 from application.sessions import LaunchClaims
-from domain.upgrader_rules import derive_selector_config, localised_name
+from domain.upgrader_rules import derive_selector_config
 
 
 def _platform(state: State) -> Platform:
@@ -58,34 +55,6 @@ class S2SPlatformController(S2SController):
         platform = _platform(state)
         platform.ping()
         return Health(status="ok", time=iso_utc(platform.clock.now()))
-
-    @get("/boxes", responses=ERROR_RESPONSES, sync_to_thread=False)
-    def boxes(self, request: Request, state: State, locale: FromQuery[str | None] = None) -> Boxes:
-        platform = _platform(state)
-        if not platform.directory.catalog_access.get(request.state.key_id, False):
-            raise PlatformError("CATALOG_ACCESS_DENIED", 403, "this key has no catalog access")
-        operator = platform.directory.operators[request.state.operator_id]
-        catalog = platform.directory.catalog
-        boxes = [
-            Box(
-                box_id=box.box_id,
-                box_version_id=box.box_version_id,
-                name=localised_name(tuple(sorted(box.name.items())), locale),
-                price_minor=box.price_minor,
-                currency=operator.base.code,
-                items=[
-                    BoxItem(
-                        item_id=entry.item_id,
-                        name=localised_name(catalog[entry.item_id].names, locale),
-                        value_minor=catalog[entry.item_id].value_minor,
-                        weight=entry.weight,
-                    )
-                    for entry in box.items
-                ],
-            )
-            for box in platform.config.catalog.boxes
-        ]
-        return Boxes(boxes=boxes)
 
     @post("/launches", responses=ERROR_RESPONSES, status_code=200, sync_to_thread=True)
     def launch(self, request: Request, state: State, data: JSONBody[LaunchRequest]) -> LaunchAnswer:

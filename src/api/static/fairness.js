@@ -12,8 +12,13 @@
  * first word u < 4294960000 gives rolledBps = u % 10000.
  * serverSeedHash = lowercase hex sha256(serverSeed as ASCII).
  *
+ * The box draw (decisions section 10) is the same over any space T = totalTickets in
+ * 1..2^31: the first word u < floor(2^32 / T) * T gives ticket = u % T (drawTrace, draw);
+ * the roll is the draw over 10000.
+ *
  * Everything is async (WebCrypto). Only integer-safe math: u32 words come from
- * DataView.getUint32(offset, false), all below 2^32.
+ * DataView.getUint32(offset, false), all below 2^32, and the bound 2^32 - (2^32 % T) is
+ * exact in a double (no BigInt needed).
  */
 (function (root) {
   "use strict";
@@ -22,6 +27,8 @@
   var REJECTION_BOUND = 4294960000;
   var WORDS_PER_BLOCK = 8;
   var ROLL_SPACE = 10000;
+  var WORD_SPACE = 4294967296;
+  var MAX_DRAW_SPACE = 2147483648;
   var SERVER_SEED = /^[0-9a-f]{64}$/;
   var HEX64 = /^[0-9a-fA-F]{64}$/;
   var CLIENT_SEED = /^[\x20-\x7e]{1,64}$/;
@@ -131,14 +138,31 @@
     }).then(hex);
   }
 
-  /** The roll with where it came from: {rolledBps, cursor, wordIndex}. */
-  function rollTrace(serverSeed, clientSeed, nonce) {
+  function checkSpace(totalTickets) {
+    if (
+      typeof totalTickets !== "number" ||
+      !Number.isSafeInteger(totalTickets) ||
+      totalTickets < 1 ||
+      totalTickets > MAX_DRAW_SPACE
+    ) {
+      throw FairnessInputError("totalTickets must be a whole number in 1..2147483648");
+    }
+    return totalTickets;
+  }
+
+  /**
+   * The draw over 0..totalTickets-1 with where it came from: {ticket, cursor, wordIndex}.
+   * The first word below floor(2^32 / totalTickets) * totalTickets gives the ticket.
+   */
+  function drawTrace(serverSeed, clientSeed, nonce, totalTickets) {
     var api;
     var prefix;
+    var bound;
     return Promise.resolve()
       .then(function () {
         checkServerSeed(serverSeed);
         checkClientSeed(clientSeed);
+        bound = WORD_SPACE - (WORD_SPACE % checkSpace(totalTickets));
         prefix = clientSeed + ":" + nonceText(nonce) + ":";
         api = subtle();
         return api.importKey(
@@ -155,8 +179,8 @@
             var view = new DataView(digest);
             for (var index = 0; index < WORDS_PER_BLOCK; index++) {
               var word = view.getUint32(index * 4, false);
-              if (word < REJECTION_BOUND) {
-                return { rolledBps: word % ROLL_SPACE, cursor: cursor, wordIndex: index };
+              if (word < bound) {
+                return { ticket: word % totalTickets, cursor: cursor, wordIndex: index };
               }
             }
             return block(cursor + 1);
@@ -164,6 +188,20 @@
         }
         return block(0);
       });
+  }
+
+  /** The ticket in 0..totalTickets-1 for (serverSeed, clientSeed, nonce). */
+  function draw(serverSeed, clientSeed, nonce, totalTickets) {
+    return drawTrace(serverSeed, clientSeed, nonce, totalTickets).then(function (trace) {
+      return trace.ticket;
+    });
+  }
+
+  /** The roll with where it came from: {rolledBps, cursor, wordIndex}. */
+  function rollTrace(serverSeed, clientSeed, nonce) {
+    return drawTrace(serverSeed, clientSeed, nonce, ROLL_SPACE).then(function (trace) {
+      return { rolledBps: trace.ticket, cursor: trace.cursor, wordIndex: trace.wordIndex };
+    });
   }
 
   /** rolledBps in 0..9999 for (serverSeed, clientSeed, nonce). */
@@ -322,9 +360,12 @@
   var api = {
     ALGORITHM_KEY: ALGORITHM_KEY,
     REJECTION_BOUND: REJECTION_BOUND,
+    MAX_DRAW_SPACE: MAX_DRAW_SPACE,
     seedHash: seedHash,
     roll: roll,
     rollTrace: rollTrace,
+    draw: draw,
+    drawTrace: drawTrace,
     isWin: isWin,
     verifyRound: verifyRound
   };

@@ -1,0 +1,99 @@
+"""The box catalogue on both APIs (decisions §10): the offered versions and one by id.
+
+Answered from memory on the event loop (the configuration loaded at start-up). The S2S
+routes need a key with ``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), whatever the
+operator's games; the player routes serve any session of an operator that has ``boxes``
+enabled (403 ``GAME_DISABLED`` otherwise). See application/box_answers.py.
+"""
+
+from __future__ import annotations
+
+from litestar import Request
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery
+
+from api.errors import ERROR_RESPONSES
+from api.routes.common import PlayerController, S2SController, get, who
+from application.box_answers import BoxAnswer, BoxesAnswer, box_version_answer, offered_boxes
+from application.directory import Directory
+from application.errors import PlatformError
+
+VERSION_PATH = "/boxes/{box_id:int}/versions/{box_version_id:int}"
+
+
+def _directory(state: State) -> Directory:
+    return state.platform.directory
+
+
+def _s2s_operator(request: Request, directory: Directory) -> str:
+    if not directory.catalog_access.get(request.state.key_id, False):
+        raise PlatformError("CATALOG_ACCESS_DENIED", 403, "this key has no catalog access")
+    return request.state.operator_id
+
+
+class S2SBoxesController(S2SController):
+    @get("/boxes", sync_to_thread=False, responses=ERROR_RESPONSES)
+    def boxes(
+        self,
+        request: Request,
+        state: State,
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> BoxesAnswer:
+        """Each box's offered version, in ``currency`` (default: the base currency)."""
+        directory = _directory(state)
+        operator_id = _s2s_operator(request, directory)
+        return offered_boxes(directory, operator_id, currency, locale, for_player=False)
+
+    @get(VERSION_PATH, sync_to_thread=False, responses=ERROR_RESPONSES)
+    def box_version(
+        self,
+        request: Request,
+        state: State,
+        box_id: FromPath[int],
+        box_version_id: FromPath[int],
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> BoxAnswer:
+        """One box version by id, inactive ones included."""
+        directory = _directory(state)
+        operator_id = _s2s_operator(request, directory)
+        return box_version_answer(
+            directory, operator_id, box_id, box_version_id, currency, locale, for_player=False
+        )
+
+
+class PlayerBoxesController(PlayerController):
+    @get("/boxes", sync_to_thread=False, responses=ERROR_RESPONSES)
+    def boxes(
+        self,
+        request: Request,
+        state: State,
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> BoxesAnswer:
+        """Each box's offered version, in ``currency`` (default: the base currency)."""
+        operator_id, _ = who(request)
+        return offered_boxes(_directory(state), operator_id, currency, locale, for_player=True)
+
+    @get(VERSION_PATH, sync_to_thread=False, responses=ERROR_RESPONSES)
+    def box_version(
+        self,
+        request: Request,
+        state: State,
+        box_id: FromPath[int],
+        box_version_id: FromPath[int],
+        currency: FromQuery[str | None] = None,
+        locale: FromQuery[str | None] = None,
+    ) -> BoxAnswer:
+        """One box version by id, inactive ones included."""
+        operator_id, _ = who(request)
+        return box_version_answer(
+            _directory(state),
+            operator_id,
+            box_id,
+            box_version_id,
+            currency,
+            locale,
+            for_player=True,
+        )
