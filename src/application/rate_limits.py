@@ -51,6 +51,8 @@ SCHEMA = [
         window_start BIGINT NOT NULL,
         hits INTEGER NOT NULL,
         PRIMARY KEY (bucket, window_start))""",
+    # the sweep deletes the old windows of every bucket
+    """CREATE INDEX IF NOT EXISTS rate_counters_window ON rate_counters (window_start)""",
 ]
 
 SWEEP_SECONDS = 10  # per process; rows older than KEEP_SECONDS go
