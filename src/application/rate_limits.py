@@ -1,4 +1,6 @@
-"""Abuse limits (fixed one-second windows) shared by every API process through the store.
+"""Abuse limits (fixed one-second windows) shared by every API process through the store
+(``service.rate_limits = "store"``; the default counts in process memory instead, see
+application/process_limits.py).
 
 A hit adds one to its bucket's row of ``rate_counters`` for the current window
 (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``) and is refused when the count is
@@ -128,6 +130,11 @@ def _verdict(hits: Sequence[Hit], counts: Sequence[int | None], now: float, wind
 
 
 class RateLimiter:
+    """The store-backed limiter (``service.rate_limits = "store"``); the default counts
+    in process memory (application/process_limits.py)."""
+
+    in_memory = False
+
     def __init__(self, db: SqlDatabase, clock: Clock) -> None:
         self.db = db
         self.clock = clock
