@@ -10,6 +10,7 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
+from api.admission import admission_for
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.openapi_doc import finish_openapi
@@ -111,5 +112,6 @@ def create_app(
     )
     app.state.platform = platform
     app.state.runtime = runtime
+    app.state.admission = admission_for(platform.config, worker_threads(platform))
     finish_openapi(app)
     return app

@@ -47,7 +47,8 @@ ERROR_RESPONSES = {
         413: "PAYLOAD_TOO_LARGE",
         429: "RATE_LIMITED (see Retry-After)",
         422: "VALIDATION_ERROR or a documented business refusal",
-        503: "WALLET_UNAVAILABLE or SERVICE_UNAVAILABLE",
+        503: "WALLET_UNAVAILABLE, SERVICE_UNAVAILABLE, or OVERLOADED (a play refused at "
+        "once, nothing done; see Retry-After)",
     }.items()
 }
 
