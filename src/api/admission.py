@@ -14,9 +14,10 @@ deadline (503 ``SERVICE_UNAVAILABLE`` after part of the work) or the client's pa
 and the work done for those plays was lost; goodput fell to half the peak in the issue's
 run. Refusing the excess at the door costs the excess requests instead.
 
-The default bound is twice the process's store threads (on PostgreSQL the event store's
-connections, 4 + 12: 32 plays), enough to keep every thread busy while other plays wait
-for their wallet; on SQLite (one writer) it is 16.
+The default bound is the process's store threads (on PostgreSQL the event store's
+connections, 4 + 12: 16 plays; on SQLite 16): a play holds at most one store call at a
+time, so that many plays can keep every store thread busy; more would only wait for the
+CPU or a thread, each of them longer (docs/performance.md has the figures).
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ class Admission:
 
 
 def play_bound(configured: int, store_threads: int | None) -> int:
-    """``service.max_plays_in_flight``, or twice the store threads (SQLite: 16)."""
+    """``service.max_plays_in_flight``, or the store threads (SQLite: 16)."""
     if configured > 0:
         return configured
-    return 2 * store_threads if store_threads else SQLITE_BOUND
+    return store_threads or SQLITE_BOUND
 
 
 def admission_for(app_config: Any, store_threads: int | None) -> Admission:

@@ -40,7 +40,7 @@ class ServiceConfig(_Strict):
     # abuse limits counted in each API process's memory, or in the store (shared)
     rate_limits: Literal["process", "store"] = "process"
     # admission control (api/admission.py): plays one API process works on at once
-    # (0: twice its store threads), and the store-call queue wait past which it refuses
+    # (0: its store threads), and the store-call queue wait past which it refuses
     # new plays (milliseconds; 0: never)
     max_plays_in_flight: int = 0
     overload_store_wait_ms: int = 250

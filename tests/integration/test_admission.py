@@ -209,10 +209,10 @@ def _blocked(platform: Platform) -> bool:
     return row[0] >= 1
 
 
-def test_the_bound_defaults_to_twice_the_store_threads() -> None:
+def test_the_bound_defaults_to_the_store_threads() -> None:
     from api.admission import SQLITE_BOUND, play_bound
 
-    assert play_bound(0, 16) == 32
+    assert play_bound(0, 16) == 16
     assert play_bound(0, None) == SQLITE_BOUND == 16
     assert play_bound(5, 16) == 5
 
