@@ -77,6 +77,8 @@ from ops.bench.overload import (
     money_invariant,
     open_loop_rates,
     print_issue18,
+    scans_during,
+    table_scans,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1291,6 +1293,7 @@ class Bench:
                 )
 
             self.results["run_started"] = time.time()
+            scans_before = await asyncio.to_thread(table_scans, args.database_url, self.schema)
             if args.first_plays:
                 # every player's first play (of the run; with a history, the first since
                 # the processes started, their caches cold), reported apart
@@ -1391,6 +1394,9 @@ class Bench:
                 await asyncio.sleep(0.2)
             await asyncio.sleep(min(2.0, args.drain))
             webhooks = await self.fetch_webhooks(client)
+            self.results["seq_scans"] = scans_during(
+                scans_before, await asyncio.to_thread(table_scans, args.database_url, self.schema)
+            )
             self.results["money"] = await asyncio.to_thread(
                 money_invariant,
                 args.database_url,

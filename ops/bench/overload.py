@@ -98,6 +98,37 @@ def floor_in_run(args: argparse.Namespace) -> dict[str, Any]:
         return run_stage(floor_args, "play", Path(tmp))
 
 
+def table_scans(database_url: str, schema: str) -> dict[str, list[int]]:
+    """Per table of ``schema``: [sequential scans, rows they read, index scans] so far
+    (PostgreSQL's own counters, no extension needed)."""
+    import psycopg
+
+    from ops.bench.load import conninfo_of
+
+    with psycopg.connect(conninfo_of(database_url), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT relname, seq_scan, seq_tup_read, COALESCE(idx_scan, 0) "
+            "FROM pg_stat_user_tables WHERE schemaname = %s",
+            (schema,),
+        ).fetchall()
+    return {name: [int(a), int(b), int(c)] for name, a, b, c in rows}
+
+
+def scans_during(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, Any]:
+    """The tables sequentially scanned between two ``table_scans``, with how many rows
+    those scans read (the statistics collector may lag by up to half a second)."""
+    found = {}
+    for name, (scans, rows, index) in after.items():
+        then = before.get(name, [0, 0, 0])
+        if rows - then[1] > 0:
+            found[name] = {
+                "seq_scans": scans - then[0],
+                "rows_read": rows - then[1],
+                "index_scans": index - then[2],
+            }
+    return found
+
+
 def _phase(results: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [p for p in results.get("phases", []) if p["phase"].startswith(prefix)]
 
@@ -154,6 +185,19 @@ def verdicts(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"platform {money['platform_debited_minor']}, wallet "
                 f"{money['wallet_net_debits_minor']}, open {money['open_attempts']}",
                 "met" if money["exact"] else "MISSED",
+            )
+        )
+    scans = results.get("seq_scans")
+    if scans is not None:
+        big = {k: v for k, v in scans.items() if v["rows_read"] >= 10 * max(1, v["seq_scans"])}
+        rows.append(
+            (
+                "no sequential scan reads a growing table (pg_stat_user_tables, whole run)",
+                ", ".join(
+                    f"{k}: {v['seq_scans']} scans, {v['rows_read']} rows" for k, v in big.items()
+                )
+                or "none reading more than 10 rows a scan",
+                "met" if not big else "see",
             )
         )
     floor = results.get("floor")
