@@ -614,6 +614,7 @@ class Client:
 
 Request = Callable[[int], Awaitable[tuple[int, bytes]]]
 OVERLOADED = "503 OVERLOADED"  # admission control's refusal (README "Processes")
+RETRY_AFTER_SECONDS = 1.0  # what it says to wait
 
 
 async def send(
@@ -624,23 +625,25 @@ async def send(
     on_ok: Callable[[bytes], None] | None,
     clock: Callable[[], float],
     since: float,
-) -> bool:
+) -> str | None:
     """Send request ``number`` and record its outcome in ``stats``: on a 200 its latency
     (``clock()`` at the answer minus ``since``) and ``on_ok(body)``, otherwise its error.
-    False when the client itself failed (no answer)."""
+    Returns "" on a 200, the error ("503 OVERLOADED") otherwise, None when the client
+    itself failed (no answer)."""
     try:
         status, raw = await request(number)
     except Exception as exc:
         stats.record_error(f"client {type(exc).__name__}")
-        return False
+        return None
     latency = clock() - since
     if status == 200:
         stats.latencies.append(latency)
         if on_ok is not None:
             on_ok(raw)
-    else:
-        stats.record_error(client.error_key(status, raw))
-    return True
+        return ""
+    error = client.error_key(status, raw)
+    stats.record_error(error)
+    return error
 
 
 async def closed_loop(
@@ -659,12 +662,13 @@ async def closed_loop(
     async def worker() -> None:
         while loop.time() < deadline:
             started = time.perf_counter()
-            refused = stats.errors[OVERLOADED]
-            answered = await send(
+            outcome = await send(
                 stats, client, request, next(counter), on_ok, time.perf_counter, started
             )
-            if not answered or stats.errors[OVERLOADED] > refused:
-                await asyncio.sleep(0.01)  # no answer, or no room: not at once again
+            if outcome is None:
+                await asyncio.sleep(0.01)  # no answer: not at once again
+            elif outcome == OVERLOADED:  # as a client should: after its Retry-After
+                await asyncio.sleep(min(RETRY_AFTER_SECONDS, max(0.0, deadline - loop.time())))
 
     stats.started = time.time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -1354,7 +1358,9 @@ class Bench:
                     return status, raw
 
                 note = f" ({len(self.pool)} items in the stake pool)"
+                refills.started = time.time()
                 await closed_phase("items", "items plays", stake, note)
+                refills.ended = time.time()
                 if refills.ok or refills.errors:
                     phases.append(refills)
 

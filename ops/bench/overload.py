@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MULTIPLES = (0.5, 2.0, 4.0)
+# A sequential scan of a table this large in a run means an index is missing; smaller
+# tables (an empty store's first minutes, the one-row tables) are cheaper scanned.
+LARGE_SCAN = 1000
 
 
 async def counted_loop(
@@ -22,13 +25,21 @@ async def counted_loop(
     request: Callable[[int], Any],
     send: Callable[..., Any],
 ) -> Any:
-    """Requests 0..count-1 once each, ``concurrency`` at a time (closed loop)."""
+    """Requests 0..count-1 once each, ``concurrency`` at a time (closed loop); one
+    refused with 503 OVERLOADED is sent again after its Retry-After (1 s), so that each
+    is played (the refusals are counted)."""
     numbers = iter(range(count))
 
     async def worker() -> None:
         for number in numbers:
-            started = time.perf_counter()
-            await send(stats, client, request, number, None, time.perf_counter, started)
+            while True:
+                started = time.perf_counter()
+                outcome = await send(
+                    stats, client, request, number, None, time.perf_counter, started
+                )
+                if outcome != "503 OVERLOADED":
+                    break
+                await asyncio.sleep(1.0)
 
     stats.started = time.time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -189,15 +200,14 @@ def verdicts(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         )
     scans = results.get("seq_scans")
     if scans is not None:
-        big = {k: v for k, v in scans.items() if v["rows_read"] >= 10 * max(1, v["seq_scans"])}
+        read = {k: v["rows_read"] / max(1, v["seq_scans"]) for k, v in scans.items()}
+        shown = {k: n for k, n in read.items() if n >= 10}
         rows.append(
             (
-                "no sequential scan reads a growing table (pg_stat_user_tables, whole run)",
-                ", ".join(
-                    f"{k}: {v['seq_scans']} scans, {v['rows_read']} rows" for k, v in big.items()
-                )
-                or "none reading more than 10 rows a scan",
-                "met" if not big else "see",
+                f"no table of over {LARGE_SCAN:,} rows read whole (pg_stat_user_tables, whole run)",
+                ", ".join(f"{k}: {n:,.0f} rows a scan" for k, n in shown.items())
+                or "no scan read more than 10 rows",
+                "met" if all(n < LARGE_SCAN for n in read.values()) else "MISSED",
             )
         )
     floor = results.get("floor")
