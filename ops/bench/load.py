@@ -79,6 +79,7 @@ from ops.bench.overload import (
     print_issue18,
     scans_during,
     table_scans,
+    wait_for_answers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1399,28 +1400,22 @@ class Bench:
             while time.monotonic() < deadline and not sampler.caught_up():
                 await asyncio.sleep(0.2)
             await asyncio.sleep(min(2.0, args.drain))
-            webhooks = await self.fetch_webhooks(client)
-            self.results["seq_scans"] = scans_during(
-                scans_before, await asyncio.to_thread(table_scans, args.database_url, self.schema)
+            since = self.results["run_started"]
+            # the reconciler's grace (15 s) and a pass, for attempts abandoned under load
+            await asyncio.to_thread(
+                wait_for_answers, args.database_url, self.schema, since, args.drain + 20
             )
+            webhooks = await self.fetch_webhooks(client)  # and the wallet's net debits
             self.results["money"] = await asyncio.to_thread(
                 money_invariant,
                 args.database_url,
                 self.schema,
                 self.results.get("wallet_net_debits"),
-                self.results["run_started"],
-                args.drain + 20,  # the reconciler's grace (15 s) and a pass
+                since,
             )
-            if not self.results["money"]["open_attempts"]:  # the rollbacks were the last moves
-                webhooks = await self.fetch_webhooks(client)
-                self.results["money"] = await asyncio.to_thread(
-                    money_invariant,
-                    args.database_url,
-                    self.schema,
-                    self.results.get("wallet_net_debits"),
-                    self.results["run_started"],
-                    0,
-                )
+            self.results["seq_scans"] = scans_during(
+                scans_before, await asyncio.to_thread(table_scans, args.database_url, self.schema)
+            )
         finally:
             stopping.set()
             await sampler_task

@@ -61,33 +61,43 @@ def open_loop_rates(args: argparse.Namespace, peak: float | None) -> list[tuple[
     ]
 
 
-def money_invariant(
-    database_url: str, schema: str, net_debits: int | None, since: float, wait: float
-) -> dict[str, Any]:
-    """The wallet's net debits against the debits the platform recorded as taken, for
-    the attempts made in this run, once none is still in flight or owed a rollback
-    (waiting up to ``wait`` s for the reconciler)."""
+def _attempts(database_url: str, schema: str, since: float) -> tuple[int, int]:
+    """(attempts still in flight or owed a rollback, wagers recorded as debited) of the
+    debit attempts made since ``since``."""
     import psycopg
 
     from ops.bench.load import conninfo_of
 
-    table = f'"{schema}".wallet_debit_attempts'
-    deadline = time.monotonic() + wait
     with psycopg.connect(conninfo_of(database_url), autocommit=True) as conn:
-        while True:
-            open_, taken = conn.execute(
-                "SELECT COUNT(*) FILTER (WHERE state IN ('in_flight', 'uncertain')), "  # noqa: S608
-                f"COALESCE(SUM(amount_minor) FILTER (WHERE state = 'debited'), 0) FROM {table} "
-                "WHERE attempted_at >= %s",
-                (since,),
-            ).fetchone()
-            if open_ == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-    result = {"platform_debited_minor": int(taken), "open_attempts": int(open_)}
-    result["wallet_net_debits_minor"] = net_debits
-    result["exact"] = open_ == 0 and net_debits is not None and int(taken) == net_debits
-    return result
+        row = conn.execute(
+            "SELECT COUNT(*) FILTER (WHERE state IN ('in_flight', 'uncertain')), "  # noqa: S608
+            "COALESCE(SUM(amount_minor) FILTER (WHERE state = 'debited'), 0) "
+            f'FROM "{schema}".wallet_debit_attempts WHERE attempted_at >= %s',
+            (since,),
+        ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def wait_for_answers(database_url: str, schema: str, since: float, wait: float) -> None:
+    """Until no debit attempt made since ``since`` is in flight or owed a rollback (the
+    reconciler's work), for at most ``wait`` s."""
+    deadline = time.monotonic() + wait
+    while _attempts(database_url, schema, since)[0] and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def money_invariant(
+    database_url: str, schema: str, net_debits: int | None, since: float
+) -> dict[str, Any]:
+    """The wallet's net debits against the wagers the platform recorded as debited, for
+    the attempts made since ``since`` (exact only when none is left unanswered)."""
+    open_, taken = _attempts(database_url, schema, since)
+    return {
+        "platform_debited_minor": taken,
+        "open_attempts": open_,
+        "wallet_net_debits_minor": net_debits,
+        "exact": open_ == 0 and net_debits is not None and taken == net_debits,
+    }
 
 
 def floor_in_run(args: argparse.Namespace) -> dict[str, Any]:

@@ -54,7 +54,7 @@ SCHEMA = [
         hits INTEGER NOT NULL,
         PRIMARY KEY (bucket, window_start))""",
     # the sweep deletes the old windows of every bucket
-    """CREATE INDEX IF NOT EXISTS rate_counters_window ON rate_counters (window_start)""",
+    """CREATE INDEX IF NOT EXISTS counter_windows ON rate_counters (window_start)""",
 ]
 
 SWEEP_SECONDS = 10  # per process; rows older than KEEP_SECONDS go
