@@ -63,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,7 +117,14 @@ def catalogue_items() -> list[dict[str, Any]]:
 
 
 def config_text(
-    *, port: int, database_url: str, wallet_base: str, secret: str, outbound: str, limits: int
+    *,
+    port: int,
+    database_url: str,
+    wallet_base: str,
+    secret: str,
+    outbound: str,
+    limits: int,
+    service: Sequence[str] = (),
 ) -> str:
     lines = [
         "[service]",
@@ -130,6 +137,7 @@ def config_text(
         "uncertain_debit_grace_seconds = 15",  # abandoned attempts rolled back in the drain
         "wallet_timeout_seconds = 10",
         "max_body_bytes = 65536",
+        *service,  # --service KEY=VALUE (TOML values)
         "",
         "[[operators]]",
         f'id = "{OPERATOR_ID}"',
@@ -441,6 +449,9 @@ def start_stack(
             secret=secret,
             outbound=outbound,
             limits=args.limits,
+            service=[
+                f"{k} = {v}" for k, v in (kv.split("=", 1) for kv in getattr(args, "service", ()))
+            ],
         )
     )
     operator = Child(
@@ -1893,10 +1904,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="py-spy samples: the thread holding the GIL (CPU view, default), every "
         "thread py-spy thinks active, or every thread including idle ones (wall view)",
     )
+    parser.add_argument(
+        "--service",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [service] key of the platform's configuration, VALUE in TOML "
+        "(e.g. max_plays_in_flight=8; repeatable)",
+    )
     parser.add_argument("--json", default=None, metavar="FILE", help="write the figures as JSON")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temp folder with logs")
     args = parser.parse_args(argv)
-    for kv in args.server_env:
+    for kv in [*args.server_env, *args.service]:
         if "=" not in kv:
             parser.error(f"--server-env {kv!r}: expected KEY=VALUE")
     unknown = set(args.phases) - {"balance", "items", "prizes", "rate"}
