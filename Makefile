@@ -41,8 +41,12 @@ faults: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/faults
 
 ## make bench: the load benchmark (docs/performance.md) on PostgreSQL at
-## BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/test): balance plays,
-## items plays, prize reads, 500 plays/s at a fixed rate, then pgbench; about 3 minutes.
+## BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/test): every player's
+## first play (reported apart), balance plays, items plays, prize reads, balance plays at
+## 0.5x, 2x and 4x the measured peak (open loop), the money invariant, the floor's play
+## stage, then pgbench; about 4 minutes.
+## make bench BENCH_ARGS="--history 1000000": the same on an empty store, then on one
+## holding a million past rounds (seeded in bulk first: minutes), side by side.
 ## Options: make bench BENCH_ARGS="--workers 1 --concurrency 16 --json bench.json".
 bench: $(STAMP)
 	$(BIN)/python -m ops.bench.load $(BENCH_ARGS)

@@ -63,12 +63,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from ops.bench.overload import (
+    DEFAULT_MULTIPLES,
+    counted_loop,
+    floor_in_run,
+    money_invariant,
+    open_loop_rates,
+    print_issue18,
+    scans_during,
+    table_scans,
+    wait_for_answers,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,7 +117,14 @@ def catalogue_items() -> list[dict[str, Any]]:
 
 
 def config_text(
-    *, port: int, database_url: str, wallet_base: str, secret: str, outbound: str, limits: int
+    *,
+    port: int,
+    database_url: str,
+    wallet_base: str,
+    secret: str,
+    outbound: str,
+    limits: int,
+    service: Sequence[str] = (),
 ) -> str:
     lines = [
         "[service]",
@@ -115,9 +134,10 @@ def config_text(
         f'database_url = "{database_url}"',
         "session_idle_seconds = 1800",
         "launch_token_ttl_seconds = 120",
-        "uncertain_debit_grace_seconds = 60",
+        "uncertain_debit_grace_seconds = 15",  # abandoned attempts rolled back in the drain
         "wallet_timeout_seconds = 10",
         "max_body_bytes = 65536",
+        *service,  # --service KEY=VALUE (TOML values)
         "",
         "[[operators]]",
         f'id = "{OPERATOR_ID}"',
@@ -358,7 +378,8 @@ def operator_main(argv: list[str]) -> None:
             settled = parse_iso(created) if created else None
             rows.append([arrived, settled])
         debits = sum(1 for r in list(ledger.requests) if r.type == "wallet.debit")
-        return web.json_response({"webhooks": rows, "debits": debits})
+        net = ledger.net_debits(OPERATOR_ID)
+        return web.json_response({"webhooks": rows, "debits": debits, "net_debits": net})
 
     app.router.add_get("/bench/webhooks", webhooks)
     web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, loop=new_loop())
@@ -410,10 +431,12 @@ def start_stack(
     prefix: str,
     players: int,
     app_name: str,
+    prepare: Callable[[Path], None] | None = None,
 ) -> Stack:
     """Write the bench configuration, start the reference operator (wallet and webhook
     receiver, ``players`` funded players named ``prefix``NNNNN) and ``upgrader serve
-    [--workers N]``, and wait until both answer (the platform a signed health check)."""
+    [--workers N]``, and wait until both answer (the platform a signed health check).
+    ``prepare(config_path)`` runs before the platform starts (e.g. to seed a history)."""
     wallet_port, api_port = free_port(), free_port()
     wallet_base = f"http://127.0.0.1:{wallet_port}"
     base_url = f"http://127.0.0.1:{api_port}"
@@ -426,6 +449,9 @@ def start_stack(
             secret=secret,
             outbound=outbound,
             limits=args.limits,
+            service=[
+                f"{k} = {v}" for k, v in (kv.split("=", 1) for kv in getattr(args, "service", ()))
+            ],
         )
     )
     operator = Child(
@@ -437,6 +463,12 @@ def start_stack(
         child_env({"BENCH_OUTBOUND_SECRET": outbound}),
         workdir / "operator.log",
     ).start()
+    if prepare is not None:
+        try:
+            prepare(config_path)
+        except BaseException:
+            operator.stop()
+            raise
     serve = [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)]
     if args.workers > 1:
         serve += ["--workers", str(args.workers)]
@@ -494,6 +526,7 @@ class PhaseStats:
     latencies: list[float] = field(default_factory=list)  # seconds, successful requests
     errors: collections.Counter = field(default_factory=collections.Counter)
     target_rate: float | None = None
+    multiple: float | None = None  # open loop: the rate as a multiple of the measured peak
     cpu: dict[str, Any] | None = None
 
     @property
@@ -516,6 +549,7 @@ class PhaseStats:
             "phase": self.name,
             "kind": self.kind,
             "target_rate": self.target_rate,
+            "multiple": self.multiple,
             "ok": self.ok,
             "errors": dict(self.errors),
             "seconds": round(self.elapsed, 2),
@@ -591,6 +625,8 @@ class Client:
 
 
 Request = Callable[[int], Awaitable[tuple[int, bytes]]]
+OVERLOADED = "503 OVERLOADED"  # admission control's refusal (README "Processes")
+RETRY_AFTER_SECONDS = 1.0  # what it says to wait
 
 
 async def send(
@@ -601,23 +637,25 @@ async def send(
     on_ok: Callable[[bytes], None] | None,
     clock: Callable[[], float],
     since: float,
-) -> bool:
+) -> str | None:
     """Send request ``number`` and record its outcome in ``stats``: on a 200 its latency
     (``clock()`` at the answer minus ``since``) and ``on_ok(body)``, otherwise its error.
-    False when the client itself failed (no answer)."""
+    Returns "" on a 200, the error ("503 OVERLOADED") otherwise, None when the client
+    itself failed (no answer)."""
     try:
         status, raw = await request(number)
     except Exception as exc:
         stats.record_error(f"client {type(exc).__name__}")
-        return False
+        return None
     latency = clock() - since
     if status == 200:
         stats.latencies.append(latency)
         if on_ok is not None:
             on_ok(raw)
-    else:
-        stats.record_error(client.error_key(status, raw))
-    return True
+        return ""
+    error = client.error_key(status, raw)
+    stats.record_error(error)
+    return error
 
 
 async def closed_loop(
@@ -636,11 +674,13 @@ async def closed_loop(
     async def worker() -> None:
         while loop.time() < deadline:
             started = time.perf_counter()
-            answered = await send(
+            outcome = await send(
                 stats, client, request, next(counter), on_ok, time.perf_counter, started
             )
-            if not answered:
-                await asyncio.sleep(0.01)
+            if outcome is None:
+                await asyncio.sleep(0.01)  # no answer: not at once again
+            elif outcome == OVERLOADED:  # as a client should: after its Retry-After
+                await asyncio.sleep(min(RETRY_AFTER_SECONDS, max(0.0, deadline - loop.time())))
 
     stats.started = time.time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -834,35 +874,48 @@ class CpuMeter:
     set, so its backends are those with that ``application_name``). CPU per request is
     what a shared, noisy machine cannot blur much, unlike requests per second."""
 
-    def __init__(self, conninfo: str, application_name: str) -> None:
+    def __init__(self, conninfo: str, application_name: str, split: tuple[str, ...] = ()) -> None:
         self.conninfo = conninfo
         self.application_name = application_name
         self.groups: dict[str, list[int]] = {}
+        # groups whose backends are counted apart ("api" -> "api_pg"; cpu_groups.py);
+        # without, every backend of the platform is one "postgres" group
+        self.split = split
         self.error: str | None = None
         self._conn: Any = None
 
-    def backends(self) -> list[int]:
+    def backends(self) -> list[tuple[int, int | None]]:
+        """(pid, client port) of every backend of the platform."""
         import psycopg
 
         if self._conn is None or self._conn.closed:
             self._conn = psycopg.connect(self.conninfo, autocommit=True)
         rows = self._conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            "SELECT pid, client_port FROM pg_stat_activity WHERE application_name = %s",
             (self.application_name,),
         ).fetchall()
-        return [row[0] for row in rows]
+        return [(row[0], row[1]) for row in rows]
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
 
     def snapshot(self) -> dict[str, Any]:
+        from ops.bench.cpu_groups import split_backends
+
         groups: dict[str, list[int] | None] = dict(self.groups)
         try:
-            groups["postgres"] = self.backends()
+            backends = self.backends()
+            if self.split:
+                clients = {name: self.groups.get(name, []) for name in self.split}
+                groups.update(split_backends(backends, clients))
+            else:
+                groups["postgres"] = [pid for pid, _ in backends]
         except Exception as exc:  # e.g. "too many clients": no PostgreSQL figure
             self.error = f"{type(exc).__name__}: {exc}"
-            groups["postgres"] = None
+            names = [f"{n}_pg" for n in self.split] + ["other_pg"] if self.split else ["postgres"]
+            for name in names:
+                groups[name] = None
         per_pid = {
             name: None
             if pids is None
@@ -884,6 +937,9 @@ class CpuMeter:
             used = sum(cpu - then.get(pid, 0.0) for pid, cpu in now.items())
             total += used
             out[name] = round(1000 * used / max(1, requests), 2)
+        split = [out[name] for name in out if name.endswith("_pg")]
+        if split:  # the backends counted apart, and all of them
+            out["postgres"] = None if None in split else round(sum(split), 2)
         out["total"] = round(1000 * total / max(1, requests), 2)
         wall = max(1e-9, after["at"] - before["at"])
         busy = after["machine"][0] - before["machine"][0]
@@ -1049,6 +1105,7 @@ class Bench:
     pool: collections.deque = field(default_factory=collections.deque)
     action_seq: int = 0
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    history: int = 0  # past rounds seeded before the platform starts (ops/bench/history.py)
 
     @property
     def app_name(self) -> str:
@@ -1079,10 +1136,43 @@ class Bench:
             prefix=prefix,
             players=args.players,
             app_name=self.app_name,
+            prepare=self.seed_history if self.history > 0 else None,
         )
         self.operator, self.server = stack.operator, stack.server
         self.wallet_base, self.base_url = stack.wallet_base, stack.base_url
         self.api_pids, self.background_pid = find_processes(stack.server, args.workers)
+
+    def seed_history(self, config_path: Path) -> None:
+        """``self.history`` settled rounds in the store before the platform starts, over
+        the bench's players and as many others (``--history-players``)."""
+        from application.config import load_config
+        from application.platform import Platform
+        from ops.bench.history import history_players, seed_history
+
+        args = self.args
+        total = args.history_players or max(args.players, self.history // 50)
+        names = history_players(f"bp{self.run_id}-", args.players, total - args.players)
+        platform = Platform(load_config(config_path))
+        try:
+            platform.record_configuration()
+            started = time.monotonic()
+
+            def report(rounds: int, events: int) -> None:
+                if rounds % 100_000 < 5000 or rounds == self.history:
+                    elapsed = time.monotonic() - started
+                    print(f"history: {rounds:,} rounds, {events:,} events, {elapsed:.0f} s")
+
+            seeded = seed_history(platform, names, self.history, progress=report)
+        finally:
+            platform.close()
+        self.results["history"] = self.history
+        self.results["history_seed"] = {
+            "rounds": seeded.rounds,
+            "events": seeded.events,
+            "players": seeded.players,
+            "seconds": round(seeded.seconds, 1),
+            **seeded.figures,
+        }
 
     def teardown(self) -> None:
         stop_stack("bench", (self.server, self.operator), self.args.database_url, self.schema)
@@ -1165,7 +1255,8 @@ class Bench:
         )
         sampler_task = asyncio.create_task(sampler.run(stopping))
         phases: list[PhaseStats] = []
-        meter = CpuMeter(conninfo_of(args.database_url), self.app_name)
+        split = ("api", "worker") if self.background_pid else ("api",)
+        meter = CpuMeter(conninfo_of(args.database_url), self.app_name, split=split)
         meter.groups = {
             "api": list(self.api_pids),
             "worker": [self.background_pid] if self.background_pid else [],
@@ -1217,6 +1308,22 @@ class Bench:
                     args.duration,
                 )
 
+            self.results["run_started"] = time.time()
+            scans_before = await asyncio.to_thread(table_scans, args.database_url, self.schema)
+            if args.first_plays:
+                # every player's first play (of the run; with a history, the first since
+                # the processes started, their caches cold), reported apart
+                print(f"first plays: one for each of {len(self.players)} players ...", flush=True)
+                stats = PhaseStats("first plays", "closed")
+                await measured(
+                    stats,
+                    counted_loop(
+                        stats, client, args.concurrency, len(self.players), play_and_keep, send
+                    ),
+                    "first",
+                    0,
+                )
+
             if args.warmup > 0:
                 print(f"warm-up: {args.warmup:g} s of balance plays ...", flush=True)
                 await closed_loop(
@@ -1263,7 +1370,9 @@ class Bench:
                     return status, raw
 
                 note = f" ({len(self.pool)} items in the stake pool)"
+                refills.started = time.time()
                 await closed_phase("items", "items plays", stake, note)
+                refills.ended = time.time()
                 if refills.ok or refills.errors:
                     phases.append(refills)
 
@@ -1282,32 +1391,42 @@ class Bench:
 
                 await closed_phase("prizes", "prizes reads", prizes)
 
-            if "rate" in wanted and args.rate > 0:
-                print(
-                    f"fixed rate: {args.rate:g} balance plays/s for {args.rate_duration:g} s ...",
-                    flush=True,
-                )
-                stats = PhaseStats(f"balance @ {args.rate:g}/s", "open", target_rate=args.rate)
+            peak = next((p.rate() for p in phases if p.name == "balance plays"), None)
+            for name, rate in open_loop_rates(args, peak) if "rate" in wanted else []:
+                print(f"open loop: {name} for {args.rate_duration:g} s ...", flush=True)
+                stats = PhaseStats(name, "open", target_rate=rate)
+                stats.multiple = rate / peak if peak and args.rate <= 0 else None
                 await measured(
                     stats,
                     open_loop(
-                        stats,
-                        client,
-                        args.rate,
-                        args.rate_duration,
-                        balance_calls,
-                        args.max_in_flight,
+                        stats, client, rate, args.rate_duration, balance_calls, args.max_in_flight
                     ),
                     "rate",
                     args.rate_duration,
                 )
+                await asyncio.sleep(2.0)  # what the phase left in the queues drains
 
             # let the projections and the webhooks drain (bounded), then collect
             deadline = time.monotonic() + args.drain
             while time.monotonic() < deadline and not sampler.caught_up():
                 await asyncio.sleep(0.2)
             await asyncio.sleep(min(2.0, args.drain))
-            webhooks = await self.fetch_webhooks(client)
+            since = self.results["run_started"]
+            # the reconciler's grace (15 s) and a pass, for attempts abandoned under load
+            await asyncio.to_thread(
+                wait_for_answers, args.database_url, self.schema, since, args.drain + 20
+            )
+            webhooks = await self.fetch_webhooks(client)  # and the wallet's net debits
+            self.results["money"] = await asyncio.to_thread(
+                money_invariant,
+                args.database_url,
+                self.schema,
+                self.results.get("wallet_net_debits"),
+                since,
+            )
+            self.results["seq_scans"] = scans_during(
+                scans_before, await asyncio.to_thread(table_scans, args.database_url, self.schema)
+            )
         finally:
             stopping.set()
             await sampler_task
@@ -1333,6 +1452,7 @@ class Bench:
         except Exception:
             return []
         self.results["wallet_debits"] = data.get("debits")
+        self.results["wallet_net_debits"] = data.get("net_debits")
         return data.get("webhooks", [])
 
     # -- profiling -----------------------------------------------------------------------
@@ -1553,7 +1673,9 @@ def print_report(results: dict[str, Any]) -> None:
     for column in (
         "phase",
         "api",
+        "api pg",
         "worker",
+        "worker pg",
         "postgres",
         "operator",
         "client",
@@ -1573,7 +1695,9 @@ def print_report(results: dict[str, Any]) -> None:
         cpu.add_row(
             p["phase"],
             _fmt(c.get("api")),
+            _fmt(c.get("api_pg")),
             _fmt(c.get("worker")),
+            _fmt(c.get("worker_pg")),
             _fmt(c.get("postgres")),
             _fmt(c.get("operator")),
             _fmt(c.get("client")),
@@ -1584,6 +1708,11 @@ def print_report(results: dict[str, Any]) -> None:
             _fmt(c.get("machine_busy_pct")),
         )
     console.print(cpu)
+    console.print(
+        "api pg / worker pg: the platform's PostgreSQL backends serving the API processes / "
+        "the background worker (by client port, ops/bench/cpu_groups.py); postgres: all of "
+        "them (with any no process held at the phase's end)."
+    )
     console.print(
         "ceiling req/s = CPUs x 1000 / (total - client) ms: what this machine's cores could "
         "serve if the platform, its PostgreSQL backends and the wallet had them to themselves "
@@ -1678,9 +1807,46 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument(
-        "--rate", type=float, default=500.0, help="plays/s of the fixed-rate phase (0: skip)"
+        "--rate",
+        type=float,
+        default=0.0,
+        help="plays/s of one fixed-rate phase instead of the multiples of the peak",
+    )
+    parser.add_argument(
+        "--rate-multiples",
+        type=lambda text: [float(v) for v in text.split(",") if v],
+        default=list(DEFAULT_MULTIPLES),
+        help="open-loop phases at these multiples of the measured closed-loop balance peak "
+        "(default 0.5,2,4)",
     )
     parser.add_argument("--rate-duration", type=float, default=20.0)
+    parser.add_argument(
+        "--first-plays",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one play per player first, reported apart (the measured phases then play "
+        "only players who have played)",
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="also run on a store holding this many past rounds (seeded in bulk, "
+        "ops/bench/history.py) and print both sittings side by side",
+    )
+    parser.add_argument(
+        "--history-players",
+        type=int,
+        default=0,
+        help="players of the history (0: the bench's players and enough others for 50 rounds each)",
+    )
+    parser.add_argument(
+        "--floor-seconds",
+        type=float,
+        default=15.0,
+        help="run the floor's play stage (ops/bench/floor.py) for this long after the "
+        "platform, for the ratio (0: skip)",
+    )
     parser.add_argument(
         "--max-in-flight",
         type=int,
@@ -1738,10 +1904,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="py-spy samples: the thread holding the GIL (CPU view, default), every "
         "thread py-spy thinks active, or every thread including idle ones (wall view)",
     )
+    parser.add_argument(
+        "--service",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [service] key of the platform's configuration, VALUE in TOML "
+        "(e.g. max_plays_in_flight=8; repeatable)",
+    )
     parser.add_argument("--json", default=None, metavar="FILE", help="write the figures as JSON")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temp folder with logs")
     args = parser.parse_args(argv)
-    for kv in args.server_env:
+    for kv in [*args.server_env, *args.service]:
         if "=" not in kv:
             parser.error(f"--server-env {kv!r}: expected KEY=VALUE")
     unknown = set(args.phases) - {"balance", "items", "prizes", "rate"}
@@ -1758,8 +1932,38 @@ def main(argv: list[str] | None = None) -> int:
         operator_main(argv[1:])
         return 0
     args = parse_args(argv)
-    bench = Bench(args)
+    sittings = [0, args.history] if args.history > 0 else [0]
+    runs: list[dict[str, Any]] = []
+    for history in sittings:
+        if len(sittings) > 1:
+            print(f"bench: sitting on a store with {history:,} past rounds", flush=True)
+        code = sitting(args, history, runs)
+        if code:
+            return code
+    floor = None
+    if args.floor_seconds > 0:
+        print(f"floor: the play stage for {args.floor_seconds:g} s ...", flush=True)
+        try:
+            floor = floor_in_run(args)
+        except Exception as exc:
+            print(f"floor: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    for index, results in enumerate(runs):
+        results["floor"] = floor
+        print_report(results)
+        print_issue18(results, runs[0] if index else None)
+    if args.json:
+        document = runs[0] if len(runs) == 1 else {"sittings": runs}
+        Path(args.json).write_text(json.dumps(document, indent=2, default=str))
+        print(f"figures written to {args.json}")
+    return 0
+
+
+def sitting(args: argparse.Namespace, history: int, runs: list[dict[str, Any]]) -> int:
+    """One platform on a fresh schema (with ``history`` past rounds), every phase, then
+    pgbench; its figures appended to ``runs``."""
+    bench = Bench(args, history=history)
     results = bench.results
+    runs.append(results)
     mode = (
         f"serve --workers {args.workers} (+ worker all)"
         if args.workers > 1
@@ -1807,10 +2011,6 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             results["pgbench"] = {"error": f"{type(exc).__name__}: {exc}"}
     results["machine"]["load_after"] = _load()
-    print_report(results)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
-        print(f"figures written to {args.json}")
     return 0
 
 

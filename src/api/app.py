@@ -10,6 +10,7 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
+from api.admission import admission_for
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.explorers import root, with_explorers
@@ -82,14 +83,15 @@ def worker_threads(platform: Platform) -> int | None:
 
 
 async def start_request_path(platform: Platform) -> None:
-    """On the serving event loop: the thread limit, and (PostgreSQL) the rate limiter's
-    own connections, so that counting a request takes no thread hand-off."""
+    """On the serving event loop: the thread limit, and (PostgreSQL, limits counted in
+    the store) the rate limiter's own connections, so that counting a request takes no
+    thread hand-off."""
     threads = worker_threads(platform)
     if threads is not None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         store_calls.set_threads(threads)
     location = platform.location
-    if location.kind == "postgresql":
+    if location.kind == "postgresql" and not platform.limiter.in_memory:
         await platform.limiter.start_async(
             location.conninfo(), f"-c search_path={location.schema} -c lock_timeout=5000"
         )
@@ -116,5 +118,6 @@ def create_app(
     )
     app.state.platform = platform
     app.state.runtime = runtime
+    app.state.admission = admission_for(platform.config, worker_threads(platform))
     finish_openapi(app)
     return app

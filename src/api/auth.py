@@ -115,12 +115,16 @@ def plays_hit(platform: Platform, operator_id: str, player: str) -> Hit:
 
 
 async def count_hits(platform: Platform, hits: list[Hit]) -> None:
-    """Count a chain of rate-limit hits (application/rate_limits.py) under the store
-    deadline: on the event loop on PostgreSQL, else in one store call."""
+    """Count a chain of rate-limit hits: in process memory (application/process_limits.py,
+    the default), or in the store (application/rate_limits.py) under the store deadline,
+    on the event loop on PostgreSQL, else in one store call."""
+    limiter = platform.limiter
+    if limiter.in_memory:  # counted here, on the event loop: nothing to wait for
+        limiter.hit_chain(hits)
+        return
     hits = [hit for hit in hits if hit[1] > 0]
     if not hits:
         return
-    limiter = platform.limiter
     if not limiter.on_loop:
         await in_store(limiter.hit_chain, hits)
         return

@@ -10,6 +10,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 from msgspec import Struct
@@ -36,6 +37,13 @@ class ServiceConfig(_Strict):
     uncertain_debit_grace_seconds: int = 60
     wallet_timeout_seconds: float = 10
     max_body_bytes: int = 65536
+    # abuse limits counted in each API process's memory, or in the store (shared)
+    rate_limits: Literal["process", "store"] = "process"
+    # admission control (api/admission.py): plays one API process works on at once
+    # (0: its store threads), and the store-call queue wait past which it refuses
+    # new plays (milliseconds; 0: never)
+    max_plays_in_flight: int = 0
+    overload_store_wait_ms: int = 250
 
 
 class KeyConfig(_Strict):

@@ -49,6 +49,9 @@ def _service_problems(config: Config) -> Iterator[str]:
             yield f"service.{name}: must be above 0"
     if not 1024 <= service.max_body_bytes <= 10_485_760:
         yield "service.max_body_bytes: must be within 1024..10485760"
+    for name in ("max_plays_in_flight", "overload_store_wait_ms"):
+        if getattr(service, name) < 0:
+            yield f"service.{name}: must be 0 or above"
     if service.uncertain_debit_grace_seconds <= service.wallet_timeout_seconds:
         # a shorter grace would roll back debits a live request is still waiting on
         yield ("service.uncertain_debit_grace_seconds: must be greater than wallet_timeout_seconds")

@@ -15,6 +15,7 @@ from application.config import Config
 from application.config_sync import record_config, recorded_versions
 from application.database_url import DatabaseLocation, ensure_schema, parse_database_url
 from application.directory import Directory
+from application.process_limits import ProcessLimiter
 from application.rate_limits import SCHEMA as RATE_SCHEMA
 from application.rate_limits import RateLimiter
 from application.sessions import SCHEMA as SESSION_SCHEMA
@@ -74,7 +75,11 @@ class Platform:
                 st.replace("CREATE TABLE", "CREATE UNLOGGED TABLE") for st in RATE_SCHEMA
             ]
         ensure_tables(self.db, [*SESSION_SCHEMA, *rate_schema])
-        self.limiter = RateLimiter(self.db, self.clock)
+        self.limiter: RateLimiter | ProcessLimiter = (
+            RateLimiter(self.db, self.clock)
+            if config.service.rate_limits == "store"
+            else ProcessLimiter(self.clock)
+        )
         store_calls.set_probe(self.store_answers)
         self.directory = Directory.from_config(config)
         self.config_versions: dict[str, int] = {}

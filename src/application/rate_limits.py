@@ -1,4 +1,6 @@
-"""Abuse limits (fixed one-second windows) shared by every API process through the store.
+"""Abuse limits (fixed one-second windows) shared by every API process through the store
+(``service.rate_limits = "store"``; the default counts in process memory instead, see
+application/process_limits.py).
 
 A hit adds one to its bucket's row of ``rate_counters`` for the current window
 (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``) and is refused when the count is
@@ -51,6 +53,8 @@ SCHEMA = [
         window_start BIGINT NOT NULL,
         hits INTEGER NOT NULL,
         PRIMARY KEY (bucket, window_start))""",
+    # the sweep deletes the old windows of every bucket
+    """CREATE INDEX IF NOT EXISTS counter_windows ON rate_counters (window_start)""",
 ]
 
 SWEEP_SECONDS = 10  # per process; rows older than KEEP_SECONDS go
@@ -126,6 +130,11 @@ def _verdict(hits: Sequence[Hit], counts: Sequence[int | None], now: float, wind
 
 
 class RateLimiter:
+    """The store-backed limiter (``service.rate_limits = "store"``); the default counts
+    in process memory (application/process_limits.py)."""
+
+    in_memory = False
+
     def __init__(self, db: SqlDatabase, clock: Clock) -> None:
         self.db = db
         self.clock = clock

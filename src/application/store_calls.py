@@ -36,6 +36,7 @@ is dropped.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
@@ -88,6 +89,9 @@ class StoreThreads:
         self._lock = threading.Lock()
         self._started = 0  # threads counting towards size
         self._idle = 0  # threads waiting minus queued jobs no thread has taken yet
+        # when each job not yet taken by a thread was submitted (oldest first): how long
+        # a store call now waits for a thread (admission control reads it)
+        self._waiting: collections.deque[float] = collections.deque()
 
     def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
         return self.start(fn, args).future
@@ -97,13 +101,19 @@ class StoreThreads:
         loop = asyncio.get_running_loop()
         job = _Job(loop, loop.create_future(), fn, args)
         with self._lock:
+            self._waiting.append(time.monotonic())
             start = self._idle <= 0 and self._started < self.size
             if start:
                 self._started += 1  # the new thread is this job's
             else:
                 self._idle -= 1
         if start:
-            self._spawn(idle_if_failed=0)
+            try:
+                self._spawn(idle_if_failed=0)
+            except BaseException:  # the job is not queued: nor is its wait
+                with self._lock, contextlib.suppress(IndexError):
+                    self._waiting.pop()
+                raise
         self._jobs.put(job)
         job.future.add_done_callback(lambda _, job=job: self._gave_up(job))
         return job
@@ -142,6 +152,13 @@ class StoreThreads:
             with contextlib.suppress(Exception):  # the queued jobs wait for a thread
                 self._spawn(idle_if_failed=1)
 
+    def queue_wait(self) -> float:
+        """Seconds the oldest store call not yet taken by a thread has waited (0: none)."""
+        try:
+            return max(0.0, time.monotonic() - self._waiting[0])
+        except IndexError:
+            return 0.0
+
     def stop(self) -> None:
         """Let every thread end once the jobs queued before now are done."""
         with self._lock:
@@ -157,6 +174,8 @@ class StoreThreads:
             if job is None:
                 return
             with lock:
+                if self._waiting:
+                    self._waiting.popleft()
                 run = not job.future.cancelled()  # else the caller gave up before it started
                 if run:
                     job.state = _RUNNING
@@ -208,6 +227,12 @@ def set_threads(size: int) -> None:
     if size != _threads.size:
         old, _threads = _threads, StoreThreads(size)
         old.stop()
+
+
+def queue_wait() -> float:
+    """How long the oldest store call of this process has been waiting for a thread, in
+    seconds: when the store (or its connections) cannot keep up, calls queue here."""
+    return _threads.queue_wait()
 
 
 def set_probe(probe: Callable[[], bool]) -> None:

@@ -46,6 +46,9 @@ class WalletDebitAttempts:
             escalated INTEGER NOT NULL DEFAULT 0)""",
         """CREATE INDEX IF NOT EXISTS wallet_debit_attempts_state
             ON wallet_debit_attempts (state, attempted_at)""",
+        # every answer to an attempt updates its row by (round_id, attempt)
+        """CREATE INDEX IF NOT EXISTS wallet_debit_attempts_round
+            ON wallet_debit_attempts (round_id, attempt)""",
         """CREATE TABLE IF NOT EXISTS wallet_retries (
             debit_key TEXT PRIMARY KEY,
             tries INTEGER NOT NULL,
@@ -195,6 +198,9 @@ class WalletCreditAttempts:
             answered_at DOUBLE PRECISION)""",
         """CREATE INDEX IF NOT EXISTS wallet_credit_attempts_state
             ON wallet_credit_attempts (state, attempted_at)""",
+        # every answer to a credit updates its row by (cashout_id, attempt)
+        """CREATE INDEX IF NOT EXISTS wallet_credit_attempts_cashout
+            ON wallet_credit_attempts (cashout_id, attempt)""",
     ]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
@@ -209,9 +215,7 @@ class WalletCreditAttempts:
         cashout_id = event.originator_id.hex
         if isinstance(event, Cashout.CreditAttempted):
             return (
-                "INSERT INTO wallet_credit_attempts (credit_key, cashout_id, attempt, "
-                "amount_minor, currency, state, attempted_at) "
-                "VALUES (?, ?, ?, ?, ?, 'in_flight', ?) ON CONFLICT (credit_key) DO NOTHING",
+                _CREDIT_ATTEMPT,
                 (
                     event.idempotency_key,
                     cashout_id,
@@ -222,7 +226,17 @@ class WalletCreditAttempts:
                 ),
             )
         return (
-            "UPDATE wallet_credit_attempts SET state = ?, answered_at = ? "
-            "WHERE cashout_id = ? AND attempt = ?",
+            _CREDIT_ANSWERED,
             (CREDIT_EVENTS[get_topic(type(event))], event.at, cashout_id, event.attempt),
         )
+
+
+_CREDIT_ATTEMPT = (
+    "INSERT INTO wallet_credit_attempts (credit_key, cashout_id, attempt, "
+    "amount_minor, currency, state, attempted_at) "
+    "VALUES (?, ?, ?, ?, ?, 'in_flight', ?) ON CONFLICT (credit_key) DO NOTHING"
+)
+_CREDIT_ANSWERED = (
+    "UPDATE wallet_credit_attempts SET state = ?, answered_at = ? "
+    "WHERE cashout_id = ? AND attempt = ?"
+)

@@ -1,9 +1,9 @@
 """Abuse limits hold across API processes: `upgrader serve --workers 2` on PostgreSQL.
 
-Two uvicorn processes answer one port; the per-key counter lives in the store, so a
-burst inside one second window gets exactly the limit through, however the kernel
-spreads the connections over the processes (in-process counters would let up to twice
-the limit through).
+Two uvicorn processes answer one port; with ``rate_limits = "store"`` the per-key counter
+lives in the store, so a burst inside one second window gets exactly the limit through,
+however the kernel spreads the connections over the processes (the default, in-process
+counters, lets up to twice the limit through: README "Processes").
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ CONFIG = """\
 [service]
 database_url = "{database_url}"
 uncertain_debit_grace_seconds = 60
+rate_limits = "store"
 
 [[operators]]
 id = "op"

@@ -1,9 +1,10 @@
 """A play's key (or session) hit and its player hit are one chain, counted exactly.
 
-Over HTTP against the real store (SQLite: one transaction; PostgreSQL: one statement on
-the event loop): a bucket is counted only when every bucket before it in the chain was
-within its limit, an invalid body counts the key but no play, and the counts in
-``rate_counters`` are exactly what counting the hits one after another gave.
+Over HTTP, in both limiter modes: in process memory (the default) and in the real store
+(SQLite: one transaction; PostgreSQL: one statement on the event loop). A bucket is
+counted only when every bucket before it in the chain was within its limit, an invalid
+body counts the key but no play, and the counts (the limiter's own, or ``rate_counters``)
+are exactly what counting the hits one after another gave.
 """
 
 from __future__ import annotations
@@ -23,9 +24,17 @@ START = 1_900_000_000.5
 WINDOW = 1_900_000_000
 
 
+@pytest.fixture(params=["process", "store"])
+def limit_mode(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def served(request, database_url: str, wallet) -> Iterator[tuple[Api, Platform, ManualClock]]:
+def served(
+    request, database_url: str, limit_mode: str, wallet
+) -> Iterator[tuple[Api, Platform, ManualClock]]:
     raw = raw_config(database_url)
+    raw["service"]["rate_limits"] = limit_mode
     raw["operators"][0]["limits"] = {
         "requests_per_second_per_key": 1000,
         "requests_per_second_per_session": 1000,
@@ -69,6 +78,9 @@ def _play(api: Api, action: str, **overrides) -> tuple[int, str | None, str | No
 
 
 def _counts(platform: Platform) -> dict[str, int]:
+    if platform.limiter.in_memory:
+        counts = {bucket: platform.limiter.count_of(bucket) for bucket in (KEY, PLAYS)}
+        return {bucket: hits for bucket, hits in counts.items() if hits}
     with platform.db.transaction() as cur:
         cur.execute("SELECT bucket, hits FROM rate_counters WHERE window_start = ?", (WINDOW,))
         return {bucket: hits for bucket, hits in cur.fetchall()}
@@ -135,6 +147,7 @@ def test_a_key_without_a_limit_still_counts_the_players_plays(served) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("limit_mode", ["store"], indirect=True)
 def test_limiter_connections_closed_by_the_server_are_replaced_before_use(served) -> None:
     """What the pool's pre-ping did (e.g. after a PostgreSQL restart), without its round
     trip: an idle connection the server closed is not used, so the request counts."""
@@ -156,6 +169,7 @@ def test_limiter_connections_closed_by_the_server_are_replaced_before_use(served
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("limit_mode", ["store"], indirect=True)
 def test_when_the_limiter_cannot_connect_it_counts_through_the_store_pool(served) -> None:
     """No connection for the limiter (max_connections reached, say): nothing was sent,
     so the chain is counted through the store's pool instead, exactly once."""

@@ -1,4 +1,5 @@
-"""Abuse limits: 429 RATE_LIMITED with Retry-After, shared through the store; 413 bodies."""
+"""Abuse limits: 429 RATE_LIMITED with Retry-After, shared through the store (``rate_limits
+= "store"``) or counted by each process (the default); 413 bodies."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.support.config import make_config, raw_config
 from tests.support.live import Api, LiveServer
 
 
-def _limited_config(database_url: str, wallet_url: str, **limits: int):
+def _limited_config(database_url: str, wallet_url: str, mode: str = "store", **limits: int):
     raw = raw_config(database_url)
     raw["operators"][0]["limits"] = {
         "requests_per_second_per_key": 1000,
@@ -23,6 +24,7 @@ def _limited_config(database_url: str, wallet_url: str, **limits: int):
         **limits,
     }
     raw["service"]["max_body_bytes"] = 2048
+    raw["service"]["rate_limits"] = mode
     return make_config(
         database_url,
         raw,
@@ -35,7 +37,7 @@ def _limited_config(database_url: str, wallet_url: str, **limits: int):
 @pytest.fixture
 def servers(request, database_url: str, wallet) -> Iterator[tuple[list[Api], ManualClock]]:
     """Two independent platforms (own pools, own apps) on one store, like two processes."""
-    limits = getattr(request, "param", {})
+    limits = dict(getattr(request, "param", {}))
     clock = ManualClock(start=1_900_000_000.5)
     platforms = [
         Platform(_limited_config(database_url, wallet.url, **limits), clock=clock) for _ in range(2)
@@ -133,3 +135,24 @@ def test_negative_limits_and_bad_frame_origins_stop_start_up() -> None:
     raw["operators"][0]["allowed_frame_origins"] = ["casino.example"]
     with pytest.raises(ConfigError, match=r"operators\[0\]\.allowed_frame_origins"):
         make_config("sqlite:///x.db", raw)
+
+
+@pytest.mark.parametrize(
+    "servers", [{"requests_per_second_per_key": 3, "mode": "process"}], indirect=True
+)
+def test_counted_in_process_memory_each_process_enforces_the_full_limit(servers) -> None:
+    """The default mode (README "Processes"): each process counts its own requests
+    against the whole limit, so two processes let through up to twice the limit."""
+    (one, two), clock = servers
+    assert [_health(one).status_code for _ in range(3)] == [200] * 3
+    assert [_health(two).status_code for _ in range(3)] == [200] * 3
+    refused = [_health(api) for api in (one, two)]
+    assert [r.status_code for r in refused] == [429, 429]
+    assert refused[0].json() == {
+        "error": {
+            "code": "RATE_LIMITED",
+            "message": "too many requests for this key; retry after 1 s",
+        }
+    }
+    clock.advance(1)
+    assert _health(two).status_code == 200

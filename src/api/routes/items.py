@@ -15,7 +15,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
-from api.routes.upgrader import COUNTS_PLAYS, PlayerQuery, prizes_answer
+from api.routes.upgrader import PLAY_ROUTE, PlayerQuery, prizes_answer
 from api.runtime import Runtime
 from api.schemas_upgrader import (
     CashoutAnswer,
@@ -131,7 +131,7 @@ class S2SItemsController(S2SController):
             locale,
         )
 
-    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
+    @post("/upgrader/play-with-items", **PLAY_ROUTE)
     async def play_with_items(
         self, request: Request, state: State, data: JSONBody[S2SPlayItemsBody]
     ) -> PlayItemsAnswer:
@@ -192,7 +192,7 @@ class PlayerItemsController(PlayerController):
             locale,
         )
 
-    @post("/upgrader/play-with-items", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
+    @post("/upgrader/play-with-items", **PLAY_ROUTE)
     async def play_with_items(
         self, request: Request, state: State, data: JSONBody[PlayItemsBody]
     ) -> PlayItemsAnswer:

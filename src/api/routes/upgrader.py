@@ -12,6 +12,7 @@ from litestar import Request
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
+from api.admission import admit_plays
 from api.auth import PLAYS_OPT
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
@@ -40,6 +41,14 @@ from projections.rounds import get_round, list_rounds
 # The guard counts the play against the player's plays per second (with the key's or
 # the session's hit, in one statement).
 COUNTS_PLAYS = {PLAYS_OPT: True}
+# Every play route: admitted first (api/admission.py: 503 OVERLOADED beyond the
+# process's bound), then counted by its guard.
+PLAY_ROUTE: dict[str, Any] = {
+    "status_code": 200,
+    "responses": ERROR_RESPONSES,
+    "opt": COUNTS_PLAYS,
+    "middleware": [admit_plays],
+}
 
 PlayerQuery = Annotated[
     str,
@@ -142,7 +151,7 @@ class S2SUpgraderController(S2SController):
             runtime_of(state), request.state.operator_id, wager_minor, chance_bps, currency, locale
         )
 
-    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
+    @post("/upgrader/play", **PLAY_ROUTE)
     async def play(self, request: Request, state: State, data: JSONBody[S2SPlayBody]) -> PlayAnswer:
         return await play(
             runtime_of(state), request.state.operator_id, data.player_external_id, data
@@ -199,7 +208,7 @@ class PlayerUpgraderController(PlayerController):
         operator_id, _ = who(request)
         return prizes(runtime_of(state), operator_id, wager_minor, chance_bps, currency, locale)
 
-    @post("/upgrader/play", status_code=200, responses=ERROR_RESPONSES, opt=COUNTS_PLAYS)
+    @post("/upgrader/play", **PLAY_ROUTE)
     async def play(self, request: Request, state: State, data: JSONBody[PlayBody]) -> PlayAnswer:
         operator_id, player = who(request)
         return await play(runtime_of(state), operator_id, player, data)
