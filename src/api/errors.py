@@ -49,7 +49,8 @@ ERROR_RESPONSES = {
         413: "PAYLOAD_TOO_LARGE",
         429: "RATE_LIMITED (see Retry-After)",
         422: "VALIDATION_ERROR or a documented business refusal",
-        503: "SERVICE_UNAVAILABLE, WALLET_UNAVAILABLE or OVERLOADED (see Retry-After): nothing happened (no money moved, "
+        503: "SERVICE_UNAVAILABLE, WALLET_UNAVAILABLE or OVERLOADED (see Retry-After): "
+        "nothing happened (no money moved, "
         "nothing settled; an uncertain debit is rolled back), safe to treat as failed. "
         "OUTCOME_UNKNOWN: the action may have happened (e.g. the wallet accepted the debit "
         "and the round is still being recorded, or a cash-back credit is being confirmed "
