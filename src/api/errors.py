@@ -122,7 +122,8 @@ def client_vanished(request: Request, exc: ClientVanished) -> Response:
 
 
 def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
-    log.warning("store unavailable: %s", type(exc.__cause__).__name__)
+    cause = exc.__cause__
+    log.warning("store unavailable: %s", type(cause).__name__ if cause else exc)
     return error_response("SERVICE_UNAVAILABLE", 503, "the platform's store is unavailable")
 
 
