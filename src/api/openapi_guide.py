@@ -26,7 +26,7 @@ from typing import Any
 from litestar.openapi.spec import SecurityScheme
 
 from application.items import MAX_ITEMS_PER_ACTION
-from domain.signing import MAX_SKEW_SECONDS
+from domain.signing import MAX_SKEW_SECONDS, sign
 
 # --- error codes ---------------------------------------------------------------------------
 
@@ -421,8 +421,17 @@ PARAMETERS: dict[str, str] = {
 CANONICAL = (
     "`X-Signature` is the lowercase hex HMAC-SHA256, keyed with the key's secret, of four "
     "lines joined by `\\n`: the `X-Timestamp` value, the upper-case method, the request "
-    "path exactly as sent (no query string), and the lowercase hex SHA-256 of the exact "
-    "body bytes (of the empty string when there is no body)."
+    "path exactly as sent on the wire (not decoded or normalised; no scheme, host or query "
+    "string), and the lowercase hex SHA-256 of the exact body bytes (of the empty string "
+    "when there is no body). The query string is not signed: use TLS."
+)
+
+_VECTOR = ("change-me-inbound", "1767225600", "POST", "/api/s2s/launches")
+_VECTOR_BODY = '{"playerExternalId":"player-1","gameKey":"upgrader","target":{}}'
+WORKED_EXAMPLE = (
+    f"Worked example: secret `{_VECTOR[0]}`, X-Timestamp `{_VECTOR[1]}`, "
+    f"`{_VECTOR[2]} {_VECTOR[3]}` with the body `{_VECTOR_BODY}` gives X-Signature "
+    f"`{sign(*_VECTOR, _VECTOR_BODY.encode())}`."
 )
 
 SECURITY_SCHEMES: dict[str, SecurityScheme] = {
@@ -433,7 +442,7 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
         description="The HMAC envelope of every `/api/s2s/*` call: three headers, all "
         "required (with `hmacKeyId` and `hmacTimestamp`). " + CANONICAL + " A missing header "
         f"is 401 `MISSING_HEADERS`, a wrong signature 401 `INVALID_SIGNATURE`, a timestamp "
-        f"more than {MAX_SKEW_SECONDS} s from server time 401 `TIMESTAMP_SKEW`.",
+        f"more than {MAX_SKEW_SECONDS} s from server time 401 `TIMESTAMP_SKEW`. " + WORKED_EXAMPLE,
     ),
     "hmacKeyId": SecurityScheme(
         type="apiKey",
@@ -466,8 +475,8 @@ in the player's browser or your own frontend (`/api/play/*`, a bearer session).
 **Signing (S2S).** Every `/api/s2s/*` request carries `X-Key-Id`, `X-Timestamp` (Unix
 seconds, within ±{MAX_SKEW_SECONDS} s) and `X-Signature`. {CANONICAL} Calls from the
 platform to you (wallet calls, the `round_settled` webhook below) are signed the same way
-with your `outbound_secret`, without `X-Key-Id`. Signing examples in Python, curl,
-JavaScript and Go: the README's "Signing examples".
+with your `outbound_secret`, without `X-Key-Id`. Worked example and code in Python,
+curl, JavaScript and Java: the README's "Signing a request".
 
 **Launching a player.** `POST /api/s2s/launches` gives a launch URL; the game page
 redeems its token at `POST /api/play/session/init` for a session token, the bearer of

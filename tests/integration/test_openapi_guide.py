@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +25,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
 from api.app import create_app
-from api.openapi_doc import EXAMPLES
+from api.openapi_doc import EXAMPLES, document_text
 from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of
 from application.platform import Platform
 from application.round_view import WALLET_CODE as WALLET_CODE_PATTERN
@@ -34,6 +35,7 @@ from tests.support.live import Api, LiveServer
 from tests.support.openapi_examples import collect
 
 SCHEMA_PATH = "/api/schema/openapi.json"
+DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 METHODS = {"get", "post", "put", "patch", "delete"}
 
 
@@ -50,6 +52,17 @@ def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         platform.close()
     assert response.status_code == 200
     return response.json()
+
+
+def test_docs_openapi_json_is_the_document_the_platform_serves(
+    document: dict[str, Any],
+) -> None:
+    """Checked in for reading without a platform; built from the demo config, served here
+    from the tests' one: the document depends on no configuration."""
+    assert DOCUMENT.read_text(encoding="utf-8") == document_text(), (
+        "regenerate: .venv/bin/python -m api.openapi_doc > docs/openapi.json"
+    )
+    assert json.loads(DOCUMENT.read_text(encoding="utf-8")) == document
 
 
 def operations(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -195,6 +208,9 @@ def test_the_hmac_envelope_is_three_headers_required_together(
     }
     for words in ("HMAC-SHA256", "SHA-256 of the exact body bytes", "upper-case method", "\\n"):
         assert words in schemes["hmac"]["description"]
+    # the pinned vector of tests/unit/test_signing.py and the README
+    signature = "72e96aa1d3f3051ea7182b8625e9afa810af11bfb3ffc98e6451af0b29286254"
+    assert f"gives X-Signature `{signature}`" in schemes["hmac"]["description"]
     for label, operation in operations(document).items():
         expected = (
             [{"hmac": [], "hmacKeyId": [], "hmacTimestamp": []}]
