@@ -55,6 +55,8 @@ class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
     ] = None
 
 
+# What Litestar documents on every route; ``api.openapi_doc`` replaces it in the document by
+# each operation's own statuses and codes (``api.openapi_guide``).
 ERROR_RESPONSES = {
     status: ResponseSpec(data_container=ErrorBody, description=description)
     for status, description in {

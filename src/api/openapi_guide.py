@@ -131,7 +131,7 @@ PLAYER_CODES = ["SESSION_INVALID"]
 # session, the rate limits when counted in the store, the route's own reads and writes).
 GUARDED_CODES = ["RATE_LIMITED", "SERVICE_UNAVAILABLE"]
 WALLET_REFUSALS = ["INSUFFICIENT_FUNDS", "PLAYER_BLOCKED", WALLET_CODE]
-PLAY_CODES = ["OVERLOADED", "IDEMPOTENCY_CONFLICT", "ACTION_IN_PROGRESS", "OUTCOME_UNKNOWN"]
+PLAY_CODES = ["OVERLOADED", "IDEMPOTENCY_CONFLICT", "OUTCOME_UNKNOWN"]  # either mode
 
 # --- operations ----------------------------------------------------------------------------
 
@@ -221,6 +221,7 @@ OPERATIONS: dict[str, dict[str, Any]] = {
             *WALLET_REFUSALS,
             "WALLET_UNAVAILABLE",
             *PLAY_CODES,
+            "ACTION_IN_PROGRESS",  # the play's intent committed late (README, 503s)
         ],
     ),
     "GET /upgrader/prizes-by-items": _op(
