@@ -7,9 +7,10 @@
   both APIs where they share the route; the S2S and player words differ only in who the
   player is). The codes the envelope adds (signature, session, rate limit, body size,
   store) are added by ``errors_of`` from the API the route is on;
-- ``ERROR_CODES``: each code's HTTP status and meaning. An operation's documented
-  responses are the statuses of its codes, each listing its codes (not the same eight
-  everywhere);
+- ``ERROR_CODES``: each code's HTTP status and meaning (``status_of``: the statuses
+  agree with the code that raises them, ``tests/integration/test_openapi_guide.py`` scans
+  the sources). An operation's documented responses are the statuses of its codes, each
+  listing its codes (not the same eight everywhere);
 - ``PARAMETERS``: query and path parameters by wire name;
 - the HMAC scheme, the overview (``info.description``) and the ``round_settled``
   webhook.
@@ -113,6 +114,12 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         "learn the outcome; do not treat as failed",
     ),
 }
+
+
+def status_of(code: str) -> int:
+    """The HTTP status a code is answered with (the one place the document reads it)."""
+    return ERROR_CODES[code][0]
+
 
 STATUS_WORDS = {
     401: "Not authenticated",
@@ -380,14 +387,14 @@ def errors_of(method: str, path: str, *, reads_body: bool) -> list[str]:
     for code in codes:
         if code not in seen:
             seen.append(code)
-    return sorted(seen, key=lambda code: ERROR_CODES[code][0])
+    return sorted(seen, key=status_of)
 
 
 def responses_of(codes: list[str]) -> dict[int, str]:
     """Each status the codes answer, with the codes' meanings (Markdown)."""
     by_status: dict[int, list[str]] = {}
     for code in codes:
-        by_status.setdefault(ERROR_CODES[code][0], []).append(code)
+        by_status.setdefault(status_of(code), []).append(code)
     return {
         status: STATUS_WORDS[status]
         + ":\n\n"

@@ -15,6 +15,7 @@ examples, its every answer and webhook valid too.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,11 @@ from openapi_spec_validator import validate as validate_openapi
 
 from api.app import create_app
 from api.openapi_doc import EXAMPLES, document_text
-from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of
+from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of, status_of
 from application.platform import Platform
 from application.round_view import WALLET_CODE as WALLET_CODE_PATTERN
+from application.round_view import wallet_refusal
+from domain.signing import AuthFailure
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config
 from tests.support.live import Api, LiveServer
@@ -36,6 +39,7 @@ from tests.support.openapi_examples import collect
 
 SCHEMA_PATH = "/api/schema/openapi.json"
 DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+SOURCES = Path(__file__).resolve().parents[2] / "src"
 METHODS = {"get", "post", "put", "patch", "delete"}
 
 
@@ -91,10 +95,10 @@ def body_schema(operation: dict[str, Any]) -> dict[str, Any]:
 def code_is_listed(operation: dict[str, Any], status: str, body: dict[str, Any]) -> bool:
     """The refusal's code is one the operation lists under that status."""
     code = body["error"]["code"]
-    listed = [c for c in operation["x-error-codes"] if str(ERROR_CODES[c][0]) == status]
+    listed = [c for c in operation["x-error-codes"] if str(status_of(c)) == status]
     if code in listed:
         return True
-    wallet_statuses = {str(ERROR_CODES[c][0]) for c in (WALLET_CODE, "PLAYER_BLOCKED")}
+    wallet_statuses = {str(status_of(c)) for c in (WALLET_CODE, "PLAYER_BLOCKED")}
     return (
         "INSUFFICIENT_FUNDS" in operation["x-error-codes"]
         and status in wallet_statuses
@@ -163,11 +167,11 @@ def test_each_operation_lists_the_statuses_of_the_codes_it_can_answer(
         method, path = label.split(" ", 1)
         codes = errors_of(method, path, reads_body="requestBody" in operation)
         assert operation["x-error-codes"] == [c for c in codes if c != WALLET_CODE], label
-        expected = sorted({str(ERROR_CODES[c][0]) for c in codes})
+        expected = sorted({str(status_of(c)) for c in codes})
         statuses[label] = sorted(s for s in operation["responses"] if s != "200")
         assert statuses[label] == expected, label
         for status in expected:  # each status names its codes
-            listed = [c for c in codes if str(ERROR_CODES[c][0]) == status]
+            listed = [c for c in codes if str(status_of(c)) == status]
             described = operation["responses"][status]["description"]
             assert all((c if c == WALLET_CODE else f"`{c}`") in described for c in listed)
             assert response_schema(operation, status) == {"$ref": "#/components/schemas/ErrorBody"}
@@ -190,6 +194,34 @@ def test_each_operation_lists_the_statuses_of_the_codes_it_can_answer(
     assert set(ERROR_CODES) - used == {WALLET_CODE}  # no code documented for nothing
     for label in ("POST /api/s2s/upgrader/play", "GET /api/play/balance"):
         assert "Retry-After" in ops[label]["responses"]["503"]["headers"]
+
+
+RAISED = re.compile(r'(?:PlatformError|error_response)\(\s*"([A-Z][A-Z_]+)",\s*(\d{3})')
+# Codes the sources answer that no operation documents, on purpose: another method on the
+# path (405), the internal error (500, never meant), the 400 to a client that hung up
+# before its body (nobody reads it; malformed HTTP is answered by the server, README
+# "Errors"), and a command-line refusal (``upgrader shipping shipped``), not an API answer.
+UNDOCUMENTED = {"METHOD_NOT_ALLOWED", "INTERNAL_ERROR", "BAD_REQUEST"}
+CLI_ONLY = {"SHIPMENT_ALREADY_DISPATCHED"}
+
+
+def test_the_statuses_are_those_the_code_answers_with() -> None:
+    """Every ``PlatformError(code, status)`` and ``error_response(code, status)`` in the
+    sources has the status the document gives its code, and every code they raise is
+    documented (but the few above); the envelope's codes are 401, the wallet's 403/422."""
+    raised: dict[str, set[int]] = {}
+    for path in SOURCES.rglob("*.py"):
+        for code, status in RAISED.findall(path.read_text(encoding="utf-8")):
+            raised.setdefault(code, set()).add(int(status))
+    wrong = {c: s for c, s in raised.items() if c in ERROR_CODES and s != {status_of(c)}}
+    assert wrong == {}
+    assert set(raised) - set(ERROR_CODES) == UNDOCUMENTED | CLI_ONLY
+    assert {status_of(f.value) for f in AuthFailure} == {401}
+    assert wallet_refusal("PLAYER_BLOCKED", "debit")[:2] == ("PLAYER_BLOCKED", 403)
+    assert wallet_refusal("INSUFFICIENT_FUNDS", "debit")[:2] == ("INSUFFICIENT_FUNDS", 422)
+    assert wallet_refusal("LIMIT_REACHED", "credit")[1] == status_of(WALLET_CODE) == 422
+    assert status_of("PLAYER_BLOCKED") == 403 and status_of("INSUFFICIENT_FUNDS") == 422
+    assert len(raised) == 28
 
 
 def test_the_hmac_envelope_is_three_headers_required_together(
