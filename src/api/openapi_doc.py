@@ -130,8 +130,19 @@ def _media_examples(named: dict[str, Any]) -> dict[str, Any]:
     return {name: {"value": value} for name, value in named.items()}
 
 
+def _words_of(schema: dict[str, Any], schemas: dict[str, Any]) -> str:
+    """A body's words: those of the component it refers to."""
+    name = schema.get("$ref", "").rsplit("/", 1)[-1]
+    return schemas.get(name, {}).get("description") or schema.get("description", "")
+
+
 def _finish_operation(
-    method: str, path: str, operation: dict[str, Any], twins: set[str], recorded: dict
+    method: str,
+    path: str,
+    operation: dict[str, Any],
+    twins: set[str],
+    recorded: dict,
+    schemas: dict[str, Any],
 ) -> None:
     api, key = operation_key(method, path)
     guide = OPERATIONS[key]
@@ -153,13 +164,13 @@ def _finish_operation(
     body = operation.get("requestBody")
     if body is not None:
         media = body["content"]["application/json"]
-        body["description"] = "see the schema's fields"
+        body["description"] = _words_of(media["schema"], schemas)
         if "requestBody" in example:
             media["examples"] = _media_examples(example["requestBody"])
     responses = operation["responses"]
     recorded_responses = example.get("responses", {})
     ok = responses["200"]
-    ok["description"] = "OK"
+    ok["description"] = "OK: " + _words_of(ok["content"]["application/json"]["schema"], schemas)
     if "200" in recorded_responses:
         ok["content"]["application/json"]["examples"] = _media_examples(recorded_responses["200"])
     for status in [s for s in responses if s != "200"]:
@@ -223,7 +234,9 @@ def finish_openapi(app: Litestar) -> dict[str, Any]:
     for path, path_item in paths.items():
         for method, operation in path_item.items():
             if isinstance(operation, dict):
-                _finish_operation(method, path, operation, twins, recorded.get("operations", {}))
+                _finish_operation(
+                    method, path, operation, twins, recorded.get("operations", {}), schemas
+                )
     document["webhooks"] = _webhooks(recorded.get("webhooks", {}))
     components["schemas"] = dict(sorted(schemas.items()))
     return document
