@@ -18,8 +18,10 @@ refusals. Each operation is also sent once without credentials: 401 with its cod
 
 Checks on every answer: no 5xx; the status is one the document lists for the operation;
 the content type and the body match the documented schema; a refusal is the interface's
-error body ``{"error": {"code": str, "message": str}}``; negative data is refused. And the
-set of operations exercised must equal the set in the document. Counts are printed.
+error body ``{"error": {"code": str, "message": str}}``, and its code is one the operation
+lists under that status (``x-error-codes``, api/openapi_guide.py); negative data is
+refused. And the set of operations exercised must equal the set in the document. Counts
+are printed.
 
 SQLite only: this checks the HTTP contract (routes, schemas, statuses), which does not
 depend on the store; both stores are covered by the other integration tests and the
