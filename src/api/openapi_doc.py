@@ -197,6 +197,7 @@ def _webhooks(recorded: dict[str, Any]) -> dict[str, Any]:
                 "operationId": "roundSettledWebhook",
                 "summary": "A round settled (to your webhook_url)",
                 "description": WEBHOOK_DESCRIPTION,
+                "security": [{"outboundHmac": []}],
                 "parameters": WEBHOOK_HEADERS,
                 "requestBody": {
                     "description": "the settled round, as the play answered it",

@@ -466,6 +466,15 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
         description="Unix seconds when the request was signed, as decimal digits; within "
         f"±{MAX_SKEW_SECONDS} s of the platform's clock.",
     ),
+    "outboundHmac": SecurityScheme(
+        type="apiKey",
+        name="X-Signature",
+        security_scheme_in="header",
+        description="Calls from the platform to you (the round_settled webhook, wallet calls): "
+        "the same canonical string keyed with your `outbound_secret`, with `X-Timestamp` and "
+        "`X-Signature` and no `X-Key-Id`. Refuse (4xx) what does not verify or is more than "
+        f"{MAX_SKEW_SECONDS} s off your clock.",
+    ),
     "bearer": SecurityScheme(
         type="http",
         scheme="bearer",

@@ -115,6 +115,7 @@ def test_it_is_valid_openapi_3_1_with_the_round_settled_webhook(
     hook = document["webhooks"]["round_settled"]["post"]
     assert body_schema(hook) == {"$ref": "#/components/schemas/RoundSettledWebhook"}
     assert [p["name"] for p in hook["parameters"]] == ["X-Timestamp", "X-Signature"]
+    assert hook["security"] == [{"outboundHmac": []}]
     for words in ("de-duplicate by `id`", "outbound_secret", "72 h"):
         assert words in hook["description"]
     overview = document["info"]["description"]
@@ -237,6 +238,7 @@ def test_the_hmac_envelope_is_three_headers_required_together(
         "hmac": ("header", "X-Signature"),
         "hmacKeyId": ("header", "X-Key-Id"),
         "hmacTimestamp": ("header", "X-Timestamp"),
+        "outboundHmac": ("header", "X-Signature"),  # the webhook's (and wallet calls')
     }
     for words in ("HMAC-SHA256", "SHA-256 of the exact body bytes", "upper-case method", "\\n"):
         assert words in schemes["hmac"]["description"]
