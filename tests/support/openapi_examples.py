@@ -93,7 +93,9 @@ class Recorder:
         entry = self.operations.setdefault(f"{method} {path}", {})
         if (params or path_params) and "parameters" not in entry:
             entry["parameters"] = {**(path_params or {}), **(params or {})}
-        if body is not None and expect == 200:
+        # the request of a refusal too, beside its answer, unless the body is malformed
+        malformed = expect != 200 and answer["error"]["code"] == "VALIDATION_ERROR"
+        if body is not None and not malformed:
             entry.setdefault("requestBody", {}).setdefault(name, body)
         entry.setdefault("responses", {}).setdefault(str(expect), {}).setdefault(name, answer)
 
@@ -198,6 +200,14 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
         "targetItemId": 3,
     }
     rec.call("POST", "/api/s2s/upgrader/play", name="refused debit", body=refused, expect=422)
+    as_text = {**refused, "playerExternalId": PLAYER, "wagerMinor": "1000"}
+    rec.call("POST", "/api/s2s/upgrader/play", name="malformed", body=as_text, expect=422)
+    unsure = {**refused, "playerExternalId": PLAYER, "clientActionId": "unsure-1"}
+    wallet.faults.configure(status_5xx=503, only_types={"wallet.debit"}, times=1)
+    try:  # the wallet answers 503: the debit is uncertain, rolled back, nothing kept
+        rec.call("POST", "/api/s2s/upgrader/play", name="uncertain debit", body=unsure, expect=503)
+    finally:
+        wallet.faults.configure()
     conflict = {**refused, "playerExternalId": PLAYER, "clientActionId": "s2s-0", "wagerMinor": 999}
     rec.call("POST", "/api/s2s/upgrader/play", name="another body", body=conflict, expect=409)
     _play_until_win(rec, "/api/play/upgrader/play", None, "player")
@@ -228,6 +238,20 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
 
     _items_play(rec, "s2s", wins[1], "s2s")
     _items_play(rec, "play", wins[2], "player")
+    staked_again = {
+        "playerExternalId": PLAYER,
+        "clientActionId": "s2s-items-again",
+        "stakeItemIds": [wins[1]],
+        "chanceBps": 7500,
+        "targetItemId": 4,
+    }
+    rec.call(
+        "POST",
+        "/api/s2s/upgrader/play-with-items",
+        name="a consumed stake",
+        body=staked_again,
+        expect=422,
+    )
     rec.call(
         "POST",
         "/api/s2s/cashout",
@@ -242,6 +266,13 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
         "POST",
         "/api/play/cashout",
         body={"clientActionId": "cashout-2", "inventoryItemIds": [wins[4]]},
+    )
+    rec.call(
+        "POST",
+        "/api/play/cashout",
+        name="cashed back already",
+        body={"clientActionId": "cashout-3", "inventoryItemIds": [wins[4]]},
+        expect=422,
     )
     address = {"name": "Ada Lovelace", "street": "1 Example Road", "city": "London"}
     rec.call(
@@ -278,6 +309,7 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
 
     rec.call("POST", "/api/play/session/logout")
     rec.call("POST", "/api/play/session/logout", name="logged out already", expect=401)
+    rec.call("GET", "/api/play/inventory", name="after logout", expect=401)
 
     hooks = wait_until(
         lambda: [
