@@ -10,13 +10,14 @@ import anyio
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi.spec import Components
 
 from api.admission import admission_for
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.explorers import root, with_explorers
 from api.openapi_doc import finish_openapi
+from api.openapi_guide import SECURITY_SCHEMES
 from api.routes.boxes import PlayerBoxesController, S2SBoxesController
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
@@ -49,25 +50,7 @@ OPENAPI = OpenAPIConfig(
     title="Upgrader game platform",
     version="0.1.0",
     path="/api/schema",
-    components=Components(
-        security_schemes={
-            "hmac": SecurityScheme(
-                type="apiKey",
-                name="X-Signature",
-                security_scheme_in="header",
-                description=(
-                    "HMAC-SHA256 (lowercase hex) keyed with the key's secret over "
-                    "'timestamp\\nMETHOD\\npath\\nsha256hex(body)'; send X-Key-Id, "
-                    "X-Timestamp (Unix seconds, ±300 s) and X-Signature."
-                ),
-            ),
-            "bearer": SecurityScheme(
-                type="http",
-                scheme="bearer",
-                description="session token from /api/play/session/init",
-            ),
-        }
-    ),
+    components=Components(security_schemes=SECURITY_SCHEMES),  # api/openapi_guide.py
 )
 
 

@@ -7,7 +7,7 @@ documented extras, e.g. a voided round). Nothing reaches the client as a stack t
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import MediaType, Request, Response
@@ -18,7 +18,9 @@ from litestar.exceptions import (
     ValidationException,
 )
 from litestar.openapi import ResponseSpec
+from msgspec import Meta
 
+from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
 from application.errors import PlatformError, outcome_unknown
 from application.sql import StoreUnavailable
@@ -28,16 +30,33 @@ log = logging.getLogger("upgrader.api")
 
 
 class ErrorDetail(msgspec.Struct, frozen=True):
-    code: str
-    message: str
+    """What was refused and why."""
+
+    code: Annotated[
+        str, Meta(description="the error code: what to do depends on it (see each status)")
+    ]
+    message: Annotated[str, Meta(description="words for a person; may change, do not parse")]
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
     """The error body of every refusal; some codes add fields (see interface 2.8)."""
 
     error: ErrorDetail
+    round: Annotated[
+        RoundWire | None,
+        Meta(description="on a refused debit only: the voided round {publicId, status}"),
+    ] = None
+    balance_after_minor: Annotated[
+        int | None,
+        Meta(
+            description="on a wallet's refusal of a debit or a cash-back only: the balance "
+            "the wallet reported (or read with wallet.balance), null when unknown"
+        ),
+    ] = None
 
 
+# What Litestar documents on every route; ``api.openapi_doc`` replaces it in the document by
+# each operation's own statuses and codes (``api.openapi_guide``).
 ERROR_RESPONSES = {
     status: ResponseSpec(data_container=ErrorBody, description=description)
     for status, description in {

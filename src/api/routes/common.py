@@ -9,9 +9,9 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 
 from api.auth import player_guard, s2s_guard
+from api.openapi_guide import S2S_SECURITY
 from api.runtime import Runtime
 
-S2S_SECURITY = [{"hmac": []}]
 PLAYER_SECURITY = [{"bearer": []}]
 
 
