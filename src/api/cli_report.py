@@ -180,7 +180,8 @@ def write_plot(rows: list[dict[str, Any]], path: str, day_from: str, day_to: str
 def _run(args: argparse.Namespace) -> int:
     from api.cli_audit import database_url
     from application.audit import open_store
-    from projections.analytics import Analytics, report_rows
+    from projections.analytics import Analytics
+    from projections.analytics_report import report_rows
     from projections.runner import ProjectionRunner
 
     day_from, day_to = _period(args)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.cli_verify import (
+from api.cli_verify_claims import (
     Check,
     MalformedInput,
     _client_seed,

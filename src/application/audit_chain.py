@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import Application
+
 from projections.hash_chain import GENESIS, has_chain
 
 # the fixed part of a link's input, as projections/hash_chain.py defines it:
@@ -212,3 +214,28 @@ class ChainVerifier:
 
 def _hex(originator: Any) -> str:
     return originator.hex if isinstance(originator, UUID) else str(originator)
+
+
+def chain_head_of_day(events: Application, day: str) -> dict[str, Any] | None:
+    """Recompute the chain from the log: the last link of the UTC ``day`` (or None)."""
+    from projections.hash_chain import GENESIS, notification_link, utc_day
+
+    recorder = events.recorder
+    previous = GENESIS
+    found: dict[str, Any] | None = None
+    position = 0
+    while True:
+        batch = recorder.select_notifications(position + 1, 1000)
+        if not batch:
+            return found
+        for notification in batch:
+            previous = notification_link(previous, notification)
+            event = events.mapper.to_domain_event(notification)
+            if utc_day(event.timestamp) == day:
+                found = {
+                    "day": day,
+                    "position": notification.id,
+                    "link": previous.hex(),
+                    "events": (found or {}).get("events", 0) + 1,
+                }
+        position = batch[-1].id
