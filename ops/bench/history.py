@@ -108,7 +108,7 @@ class HistoryWriter:
     """Writes generated rounds into the log and every read model (see the docstring)."""
 
     def __init__(self, platform: Any, operator_id: str) -> None:
-        from projections.hash_chain import GENESIS
+        from domain.hash_chain import GENESIS
 
         self.platform = platform
         self.rounds = PastRounds(platform, operator_id)
@@ -136,9 +136,9 @@ class HistoryWriter:
         """One chunk: a round for each of ``players``, in one transaction; returns the
         number of events."""
         from application.round_view import round_wire
+        from domain.hash_chain import chain_link, utc_day
         from projections.analytics_facts import _flow_row, daily_increments, round_fact
         from projections.analytics_tables import DAILY_KEY_OF_FACT, DAILY_SUMS, FACT_COLUMNS
-        from projections.hash_chain import chain_link, utc_day
         from projections.outbox import render_payload, webhook_id
         from projections.rounds import _json
 
@@ -370,7 +370,7 @@ def history_players(prefix: str, count: int, extra: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from application.config import load_config
+    from application.config_load import load_config
     from application.platform import Platform
 
     parser = argparse.ArgumentParser(prog="python -m ops.bench.history", description=__doc__)

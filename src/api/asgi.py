@@ -12,7 +12,7 @@ import os
 from litestar import Litestar
 
 from api.app import create_app
-from application.config import load_config
+from application.config_load import load_config
 from application.platform import Platform
 
 

@@ -8,7 +8,8 @@ import logging
 import sys
 from collections.abc import Callable
 
-from application.config import ConfigError, load_config
+from application.config import ConfigError
+from application.config_load import load_config
 
 
 def _check_config(args: argparse.Namespace) -> int:

@@ -39,7 +39,7 @@ _DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
 def database_url(args: argparse.Namespace) -> str:
     if getattr(args, "database_url", None):
         return args.database_url
-    from application.config import load_config
+    from application.config_load import load_config
 
     return load_config(getattr(args, "config", None)).service.database_url
 

@@ -32,7 +32,8 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from application.config import DEFAULT_CONFIG_PATH, Config, load_config
+from application.config import Config
+from application.config_load import DEFAULT_CONFIG_PATH, load_config
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from api.cli import command
 from application.clock import iso_utc
-from application.config import load_config
+from application.config_load import load_config
 
 
 def _runtime(args: argparse.Namespace) -> Any:

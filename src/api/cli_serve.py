@@ -29,7 +29,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from api.cli import command
-from application.config import Config, load_config
+from application.config import Config
+from application.config_load import load_config
 
 log = logging.getLogger("upgrader")
 GRACEFUL_SECONDS = 10

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from api.cli import command
-from application.config import load_config
+from application.config_load import load_config
 from application.errors import PlatformError
 
 

@@ -63,7 +63,7 @@ def settings_from(args: argparse.Namespace) -> CheckSettings:
             raise UsageError("--secret needs --operator ID (the operatorId the wallet knows)")
         secret, operator_id = _secret(args.secret), args.operator
     else:
-        from application.config import load_config
+        from application.config_load import load_config
 
         config = load_config(getattr(args, "config", None))
         operators = {o.id: o for o in config.operators}

@@ -22,9 +22,9 @@ from uuid import UUID
 
 from eventsourcing.application import Application
 
-from projections.hash_chain import GENESIS, has_chain
+from domain.hash_chain import GENESIS, notification_link, utc_day
 
-# the fixed part of a link's input, as projections/hash_chain.py defines it:
+# the fixed part of a link's input, as domain/hash_chain.py defines it:
 # position, originator id (16 bytes), version, len(topic)
 _pack = struct.Struct(">q16sqI").pack
 _sha256 = hashlib.sha256
@@ -218,8 +218,6 @@ def _hex(originator: Any) -> str:
 
 def chain_head_of_day(events: Application, day: str) -> dict[str, Any] | None:
     """Recompute the chain from the log: the last link of the UTC ``day`` (or None)."""
-    from projections.hash_chain import GENESIS, notification_link, utc_day
-
     recorder = events.recorder
     previous = GENESIS
     found: dict[str, Any] | None = None
@@ -239,3 +237,15 @@ def chain_head_of_day(events: Application, day: str) -> dict[str, Any] | None:
                     "events": (found or {}).get("events", 0) + 1,
                 }
         position = batch[-1].id
+
+
+def has_chain(db: Any) -> bool:
+    """Whether the ``event_chain`` table exists (the projection has run at least once)."""
+    with db.transaction() as cur:
+        if db.dialect == "sqlite":
+            cur.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_chain'"
+            )
+            return cur.fetchone()[0] > 0
+        cur.execute("SELECT to_regclass('event_chain') IS NOT NULL")
+        return bool(cur.fetchone()[0])

@@ -38,9 +38,10 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from application.sql import execute_in_order
+from domain.hash_chain import utc_day
 from domain.inventory import InventoryItem
 from domain.round import Round
-from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact, utc_day
+from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
 from projections.analytics_tables import (
     _CLOSE,
     _DAILY,

@@ -4,14 +4,11 @@ its day, an item movement's flow row (``analytics.py`` writes them)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
+from domain.hash_chain import utc_day
+
 BPS = 10000
-
-
-def utc_day(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
 
 
 def _json(value: Any) -> str:

@@ -274,7 +274,7 @@ class FaultStack:
     def checker(self) -> Any:
         if self._checker is None:
             from api.runtime import Runtime
-            from application.config import load_config
+            from application.config_load import load_config
             from application.platform import Platform
 
             # The test's own view is small: its event store pool is 1 (+1) connections

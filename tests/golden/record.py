@@ -60,7 +60,7 @@ from eventsourcing.utils import get_topic
 
 from api.app import create_app
 from application.clock import ManualClock
-from application.config import parse_config
+from application.config_load import parse_config
 from application.platform import Platform
 from application.shipping import mark_shipped
 from ops.reference_operator.wallet import ThreadedWalletServer

@@ -30,7 +30,7 @@ import pytest
 from eventsourcing.utils import get_topic, resolve_topic
 
 from api.runtime import Runtime
-from application.config import parse_config
+from application.config_load import parse_config
 from application.platform import Platform
 from projections.runner import rebuild
 from tests.golden.snapshot import (

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from application.config import ConfigError, load_config, parse_config
+from application.config import ConfigError
+from application.config_load import load_config, parse_config
 from tests.support.config import BASE
 
 ROOT = Path(__file__).resolve().parents[2]
