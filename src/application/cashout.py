@@ -59,7 +59,7 @@ class CashoutCommand:
 
 def item_not_available(number: int) -> PlatformError:
     return PlatformError(
-        "ITEM_NOT_AVAILABLE", 422, f"inventory item {number} is not this player's or not unresolved"
+        "ITEM_NOT_AVAILABLE", f"inventory item {number} is not this player's or not unresolved"
     )
 
 
@@ -265,7 +265,6 @@ class Cashouts:
             if not entry.cashable:
                 raise PlatformError(
                     "ITEM_NOT_CASHABLE",
-                    422,
                     f"inventory item {entry.item.grant['inventory_item_id']} has no cash-back",
                 )
         public_id = cashout_public_id(cid)
