@@ -324,9 +324,9 @@ def seed_history(
     ``platform`` (PostgreSQL; its configuration recorded, no process serving it)."""
     import psycopg
 
-    from api.runtime import all_projections
     from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
     from application.platform import ensure_tables
+    from entrypoints.runtime import all_projections
     from projections.runner import ProjectionRunner
 
     started = time.monotonic()

@@ -26,7 +26,7 @@ The checks are split by concern: the opening here, the money saga and outcome in
 ``audit_money.py``, fairness in ``audit_fairness.py``, items in ``audit_items.py``, the
 replay loop and its state in ``audit_replay.py``, the hash chain in ``audit_chain.py``.
 
-Read-only: nothing is written. ``upgrader audit`` (``api/cli_audit.py``) is the command.
+Read-only: nothing is written. ``upgrader audit`` (``entrypoints/cli_audit.py``) is the command.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from api.cli import main
 from application.audit import open_store
+from entrypoints.cli import main
 from projections.analytics import Analytics
 from projections.analytics_report import report_rows
 from projections.analytics_tables import PUBLIC_TABLES

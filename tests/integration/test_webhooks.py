@@ -16,12 +16,12 @@ from typing import Any
 import anyio
 import pytest
 
-from api import cli
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.round import Round
 from domain.signing import verify_outbound
+from entrypoints import cli
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.dispatcher import DEAD_AFTER_SECONDS, WebhookDispatcher, signed_request
 from projections.outbox import reset_projection, webhook_id

@@ -34,6 +34,8 @@ import uuid
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from entrypoints.cli_args import command
+
 if TYPE_CHECKING:
     from application.wallet_check import CheckResult, CheckSettings
 
@@ -156,8 +158,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "wallet-check",

@@ -28,20 +28,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from entrypoints.cli_args import command, database_url
+
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
 EXIT_USAGE = 2
 SHOWN_VIOLATIONS = 50
 _HEAD = re.compile(r"^(\d+):([0-9a-fA-F]{64})$")
 _DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
-
-
-def database_url(args: argparse.Namespace) -> str:
-    if getattr(args, "database_url", None):
-        return args.database_url
-    from application.config_load import load_config
-
-    return load_config(getattr(args, "config", None)).service.database_url
 
 
 def _expected_heads(values: list[str]) -> dict[int, str]:
@@ -227,8 +221,6 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "audit",

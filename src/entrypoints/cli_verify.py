@@ -25,7 +25,9 @@ import json
 import sys
 from typing import Any
 
-from api.cli_verify_claims import (
+from domain.fairness import ALGORITHM_KEY
+from entrypoints.cli_args import command
+from entrypoints.cli_verify_claims import (
     Claims,
     MalformedInput,
     Verification,
@@ -41,8 +43,7 @@ from api.cli_verify_claims import (
     claims_from_round,
     verify,
 )
-from api.cli_verify_draw import draw_case_problems
-from domain.fairness import ALGORITHM_KEY
+from entrypoints.cli_verify_draw import draw_case_problems
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1
@@ -189,8 +190,6 @@ examples:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "verify",
