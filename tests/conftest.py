@@ -42,3 +42,27 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     yield from fresh_postgres_url()
+
+
+# Modules whose module-scoped fixtures are expensive (a platform and operator site as
+# processes, a browser, a compiled example, a played store) run on one xdist worker each
+# (`make test` passes --dist loadgroup): spread over workers, every worker would build
+# the fixture again (15-19 s for each browser test's setup).
+GROUPED_MODULES = {
+    "tests/e2e/test_game_browser.py",
+    "tests/e2e/test_game_phone.py",
+    "tests/integration/test_explorers.py",
+    "tests/integration/test_signing_examples.py",
+    "tests/integration/test_audit.py",
+    "tests/integration/test_audit_fast_paths.py",
+    "tests/integration/test_statement_plans.py",
+    "tests/unit/test_fairness_js.py",
+    "tests/unit/test_box_draw_js.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in GROUPED_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))

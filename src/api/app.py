@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import anyio
 from litestar import Litestar
+from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
@@ -118,5 +120,20 @@ def build_app(
     app.state.platform = platform
     app.state.runtime = runtime
     app.state.admission = admission_for(platform.config, worker_threads(platform))
-    finish_openapi(app)
+    _provide_openapi(app, cacheable=extra_routes is None)
     return app
+
+
+# The document depends only on the route handlers, so every app with the standard routes
+# shares one, built and corrected once per process (0.3-0.4 s of CPU per app otherwise).
+_standard_document: dict[str, Any] | None = None
+
+
+def _provide_openapi(app: Litestar, *, cacheable: bool) -> None:
+    global _standard_document
+    if not cacheable:
+        finish_openapi(app)
+        return
+    if _standard_document is None:
+        _standard_document = finish_openapi(app)
+    app.plugins.get(OpenAPIPlugin)._openapi_schema = _standard_document

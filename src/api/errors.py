@@ -175,7 +175,8 @@ def client_vanished(request: Request, exc: ClientVanished) -> Response:
 
 
 def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
-    log.warning("store unavailable: %s", type(exc.__cause__).__name__)
+    cause = exc.__cause__
+    log.warning("store unavailable: %s", type(cause).__name__ if cause else exc)
     return answer("SERVICE_UNAVAILABLE", "the platform's store is unavailable")
 
 

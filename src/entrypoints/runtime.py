@@ -132,7 +132,9 @@ class Runtime:
 
     async def stop(self) -> None:
         self._stopping.set()
-        self._projection_wake.set()  # the projection loop sees the stop at once
+        self._projection_wake.set()  # the loops see the stop at once, not after
+        self.reconciler.wake()  # their next interval (0.5 s)
+        self.webhooks.wake()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(task, timeout=15)

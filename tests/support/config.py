@@ -16,6 +16,10 @@ BASE: dict[str, Any] = {
         "launch_token_ttl_seconds": 120,
         "uncertain_debit_grace_seconds": 60,
         "wallet_timeout_seconds": 10,
+        # admission's store-wait check off: how long store calls queue depends on what
+        # else runs on the machine (parallel test workers), so it would refuse plays at
+        # random; tests/integration/test_admission.py turns it on where it is the subject
+        "overload_store_wait_ms": 0,
     },
     "operators": [
         {

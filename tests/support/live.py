@@ -3,6 +3,9 @@ the HTTP protocol class ``upgrader serve`` uses (``api/http_protocol.py``)."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import random
 import socket
 import threading
 import time
@@ -14,11 +17,38 @@ import uvicorn
 from api.http_protocol import JoinedWritesProtocol
 from tests.support.signing import signed_headers
 
+# A port chosen by binding port 0 comes from the kernel's ephemeral range, where the
+# kernel may hand it to another test process (or to an outgoing connection) between our
+# release and the server's bind: "address already in use" under ``pytest -n 4``. So each
+# xdist worker takes ports from its own slice below the ephemeral range (32768-60999 on
+# Linux), starting at a random offset, and checks each port is free before giving it out.
+_SLICE = 2000
+_FIRST = 20000
+
+
+def _worker_ports() -> itertools.cycle[int]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    base = _FIRST + (int(worker) % 6 if worker.isdigit() else 0) * _SLICE
+    start = random.randrange(_SLICE)
+    return itertools.cycle([base + (start + n) % _SLICE for n in range(_SLICE)])
+
+
+_ports = _worker_ports()
+_ports_lock = threading.Lock()
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on, from this test process's own slice."""
+    with _ports_lock:
+        for _ in range(_SLICE):
+            port = next(_ports)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no free loopback port in this worker's slice")
 
 
 class LiveServer:
