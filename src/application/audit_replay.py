@@ -19,7 +19,6 @@ from application.audit_decode import EventDecoder
 from application.audit_report import AuditReport, AuditScope, Violation
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.ids import round_public_id
-from domain.upgrader_rules import CatalogItem
 
 RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped")
 # what a finished round keeps for the checks of later events (grants, nonces, rollbacks)
@@ -107,7 +106,8 @@ class Replay:
         self.item_of: dict[UUID, _Item] = {}
         self.versions: dict[Any, int] = {}
         self.decoder = EventDecoder(events.mapper)
-        self._listed: dict[int, tuple[dict[str, Any], CatalogItem]] = {}
+        # the opening checks' catalogue items (audit.py _catalog_item), built once each
+        self._listed: dict[int, tuple[dict[str, Any], Any]] = {}
         self._handlers = self._event_handlers()
 
     # -- driving ------------------------------------------------------------------------------
