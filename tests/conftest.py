@@ -45,17 +45,15 @@ def postgres_url() -> Iterator[str]:
 
 
 # Modules whose module-scoped fixtures are expensive (a platform and operator site as
-# processes, a browser, a compiled example, a played store) run on one xdist worker each
-# (`make test` passes --dist loadgroup): spread over workers, every worker would build
-# the fixture again (15-19 s for each browser test's setup).
+# processes, a browser, a compiled example) run on one xdist worker each (`make test`
+# passes --dist loadgroup): spread over workers, every worker would build the fixture
+# again (15-19 s for each browser test's setup). Modules whose module fixture is
+# parametrized by store (test_audit*.py) stay spread: grouped, they were slower.
 GROUPED_MODULES = {
     "tests/e2e/test_game_browser.py",
     "tests/e2e/test_game_phone.py",
     "tests/integration/test_explorers.py",
     "tests/integration/test_signing_examples.py",
-    "tests/integration/test_audit.py",
-    "tests/integration/test_audit_fast_paths.py",
-    "tests/integration/test_statement_plans.py",
     "tests/unit/test_fairness_js.py",
     "tests/unit/test_box_draw_js.py",
 }
