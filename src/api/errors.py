@@ -20,7 +20,7 @@ from litestar.exceptions import (
 from litestar.openapi import ResponseSpec
 
 from api.strict_input import ClientVanished
-from application.errors import PlatformError, outcome_unknown
+from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.sql import StoreUnavailable
 from application.store_calls import StoreOutcomeUnknown
 
@@ -102,11 +102,18 @@ STATUS_OF_CODE: dict[str, int] = {
 }
 
 
+# A wallet's own refusal code, echoed (decisions §4): 403 for a blocked player, else 422,
+# whatever the code (it may spell one of ours).
+WALLET_REFUSAL_STATUS = {"PLAYER_BLOCKED": 403}
+
+
 def status_of(exc: PlatformError) -> int:
-    """The status of an application error: its code's, or the one an unconverted call
-    site still gives (application/errors.py)."""
+    """The status of an application error: its code's (a wallet's refusal: the wallet
+    rule's), or the one an unconverted call site still gives (application/errors.py)."""
     if exc.legacy_status is not None:
         return exc.legacy_status
+    if isinstance(exc, WalletRefusal):
+        return WALLET_REFUSAL_STATUS.get(exc.code, 422)
     return STATUS_OF_CODE[exc.code]
 
 

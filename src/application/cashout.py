@@ -31,7 +31,7 @@ from application.action_locks import (
     fingerprint,
     idempotency_conflict,
 )
-from application.errors import PlatformError, outcome_unknown
+from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
 from application.round_view import wallet_refusal, wallet_unavailable
@@ -73,8 +73,8 @@ def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> 
 
 
 def refused_credit_error(wallet_code: str, balance_after_minor: int | None) -> PlatformError:
-    code, status, message = wallet_refusal(wallet_code, "credit")
-    return PlatformError(code, status, message, balanceAfterMinor=balance_after_minor)
+    code, _, message = wallet_refusal(wallet_code, "credit")
+    return WalletRefusal(code, message, balanceAfterMinor=balance_after_minor)
 
 
 def _save_with_items(platform: Platform, cid: UUID, move: Any) -> bool:

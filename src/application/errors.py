@@ -16,8 +16,9 @@ class PlatformError(Exception):
 
     The older form ``PlatformError(code, status, message, **extra)`` is still accepted, and
     its status kept (``legacy_status``), for the call sites not converted yet (the round,
-    items and settlement modules being reshaped in parallel, and a wallet's own refusal
-    codes, echoed with the status decisions §4 gives them); tests/unit/test_error_statuses.py
+    items, settlement and Upgrader-check modules, being reshaped in parallel; there a
+    refused debit still carries the status of ``round_view.wallet_refusal``, where a
+    cash-back's refused credit is a ``WalletRefusal``); tests/unit/test_error_statuses.py
     checks that every literal status given so agrees with the API's table.
     """
 
@@ -30,6 +31,11 @@ class PlatformError(Exception):
         self.message = str(message)
         self.legacy_status = legacy_status
         self.extra = extra
+
+
+class WalletRefusal(PlatformError):
+    """A wallet's refusal with its own error code echoed (decisions §4): its status is that
+    of a wallet refusal (``api/errors.py`` ``WALLET_REFUSAL_STATUS``), whatever the code."""
 
 
 def validation_error(message: str) -> PlatformError:

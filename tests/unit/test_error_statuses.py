@@ -11,7 +11,13 @@ import ast
 from pathlib import Path
 
 from api.errors import STATUS_OF_CODE, status_of
-from application.errors import PlatformError, game_disabled, outcome_unknown, validation_error
+from application.errors import (
+    PlatformError,
+    WalletRefusal,
+    game_disabled,
+    outcome_unknown,
+    validation_error,
+)
 from domain.signing import AuthFailure
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -76,3 +82,17 @@ def test_the_status_of_an_error_is_its_codes_unless_an_older_call_gave_one() -> 
     )
     assert status_of(older) == 422
     assert status_of(PlatformError("PLAYER_BLOCKED", 403, "the wallet refused")) == 403
+
+
+def test_a_wallets_own_code_has_the_status_of_a_wallet_refusal_whatever_it_spells() -> None:
+    statuses = {
+        code: status_of(WalletRefusal(code, "the wallet refused the credit"))
+        for code in ("PLAYER_BLOCKED", "INSUFFICIENT_FUNDS", "NOT_FOUND", "RATE_LIMITED", "X_1")
+    }
+    assert statuses == {
+        "PLAYER_BLOCKED": 403,
+        "INSUFFICIENT_FUNDS": 422,
+        "NOT_FOUND": 422,
+        "RATE_LIMITED": 422,
+        "X_1": 422,
+    }
