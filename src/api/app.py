@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -27,7 +26,7 @@ from api.routes.platform import (
     S2SPlatformController,
 )
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
-from api.runtime import Runtime
+from api.services import Services
 from api.strict_input import refuse_nul_paths
 from application import store_calls
 from application.platform import Platform
@@ -82,11 +81,11 @@ async def start_request_path(platform: Platform) -> None:
         )
 
 
-def create_app(
-    platform: Platform, *, workers: bool | Iterable[str] = True, extra_routes: list | None = None
+def build_app(
+    platform: Platform, runtime: Services, *, extra_routes: list | None = None
 ) -> Litestar:
-    """The app over ``platform``; ``workers`` runs projections and the reconciler in-process."""
-    runtime = Runtime(platform, workers=workers)
+    """The Litestar app over ``platform``, served by ``runtime`` (started and stopped with
+    the app); ``entrypoints/app.py`` composes the two."""
 
     async def request_path() -> None:
         await start_request_path(platform)

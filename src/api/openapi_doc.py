@@ -22,7 +22,8 @@ with the error body). So, once the app is built:
   is ``info.description``, and ``webhooks`` documents ``round_settled``.
 
 The same document is checked in as ``docs/openapi.json`` (for reading without a running
-platform); regenerate it with ``.venv/bin/python -m api.openapi_doc > docs/openapi.json``.
+platform); regenerate it with
+``.venv/bin/python -m entrypoints.openapi_document > docs/openapi.json``.
 
 The schemathesis run (``tests/integration/test_schemathesis.py``) checks the result
 against the live API; ``tests/integration/test_openapi_guide.py`` checks the words and the
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -263,25 +262,3 @@ def _int64(schema: dict[str, Any]) -> None:
     for inner in [schema.get("items"), *schema.get("oneOf", [])]:
         if isinstance(inner, dict):
             _int64(inner)
-
-
-def document_text() -> str:
-    """The document as the platform serves it (it depends on no configuration: built here
-    with the demo's over a throwaway store), as checked in: JSON, two-space indent."""
-    from api.app import create_app
-    from application.config import load_config
-    from application.platform import Platform
-
-    with tempfile.TemporaryDirectory() as folder:
-        env = {"UPGRADER_DATABASE_URL": f"sqlite:///{folder}/store.db"}
-        platform = Platform(load_config(DEMO_CONFIG, env=env))
-        try:
-            app = create_app(platform, workers=False)
-            document = app.plugins.get(OpenAPIPlugin).provide_openapi_schema()
-        finally:
-            platform.close()
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-if __name__ == "__main__":
-    sys.stdout.write(document_text())

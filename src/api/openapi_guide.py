@@ -7,10 +7,10 @@
   both APIs where they share the route; the S2S and player words differ only in who the
   player is). The codes the envelope adds (signature, session, rate limit, body size,
   store) are added by ``errors_of`` from the API the route is on;
-- ``ERROR_CODES``: each code's HTTP status and meaning (``status_of``: the statuses
-  agree with the code that raises them, ``tests/integration/test_openapi_guide.py`` scans
-  the sources). An operation's documented responses are the statuses of its codes, each
-  listing its codes (not the same eight everywhere);
+- ``ERROR_CODES``: each code's meaning; its HTTP status is ``api.errors.STATUS_OF_CODE``'s
+  (``status_of``; ``tests/integration/test_openapi_guide.py`` scans the sources so the
+  statuses agree with the code that raises them). An operation's documented responses
+  are the statuses of its codes, each listing its codes (not the same eight everywhere);
 - ``PARAMETERS``: query and path parameters by wire name;
 - the HMAC scheme, the overview (``info.description``) and the ``round_settled``
   webhook.
@@ -26,6 +26,7 @@ from typing import Any
 
 from litestar.openapi.spec import SecurityScheme
 
+from api.errors import STATUS_OF_CODE
 from application.items import MAX_ITEMS_PER_ACTION
 from domain.signing import MAX_SKEW_SECONDS, sign
 
@@ -33,92 +34,75 @@ from domain.signing import MAX_SKEW_SECONDS, sign
 
 WALLET_CODE = "any other wallet code"  # the wallet's own refusal code, echoed
 
-ERROR_CODES: dict[str, tuple[int, str]] = {
-    "MISSING_HEADERS": (401, "X-Key-Id, X-Timestamp or X-Signature is missing"),
+ERROR_CODES: dict[str, str] = {
+    "MISSING_HEADERS": "X-Key-Id, X-Timestamp or X-Signature is missing",
     "INVALID_SIGNATURE": (
-        401,
         "the signature does not verify (unknown or revoked key, another secret, body or "
-        "path; an envelope header sent twice)",
+        "path; an envelope header sent twice)"
     ),
-    "TIMESTAMP_SKEW": (401, f"X-Timestamp is more than {MAX_SKEW_SECONDS} s from server time"),
-    "SESSION_INVALID": (401, "the bearer session token is missing, expired or logged out"),
-    "LAUNCH_TOKEN_INVALID": (401, "the launch token is invalid, expired or already used"),
-    "GAME_DISABLED": (403, "the game is not enabled for this operator"),
-    "UPGRADER_MODE_DISABLED": (403, "this Upgrader mode (balance or items) is switched off"),
-    "CATALOG_ACCESS_DENIED": (403, "this key has no catalogue access"),
+    "TIMESTAMP_SKEW": f"X-Timestamp is more than {MAX_SKEW_SECONDS} s from server time",
+    "SESSION_INVALID": "the bearer session token is missing, expired or logged out",
+    "LAUNCH_TOKEN_INVALID": "the launch token is invalid, expired or already used",
+    "GAME_DISABLED": "the game is not enabled for this operator",
+    "UPGRADER_MODE_DISABLED": "this Upgrader mode (balance or items) is switched off",
+    "CATALOG_ACCESS_DENIED": "this key has no catalogue access",
     "PLAYER_BLOCKED": (
-        403,
-        "the wallet refused: the player is blocked (the operator's own code, passed on)",
+        "the wallet refused: the player is blocked (the operator's own code, passed on)"
     ),
     "NOT_FOUND": (
-        404,
-        "nothing at this path: no such round of this operator, or a path id that is not a number",
+        "nothing at this path: no such round of this operator, or a path id that is not a number"
     ),
-    "BOX_NOT_FOUND": (404, "no such box or box version"),
-    "IDEMPOTENCY_CONFLICT": (409, "this clientActionId was used with a different body"),
+    "BOX_NOT_FOUND": "no such box or box version",
+    "IDEMPOTENCY_CONFLICT": "this clientActionId was used with a different body",
     "ACTION_IN_PROGRESS": (
-        409,
-        "this clientActionId is being carried out by another request; retry shortly",
+        "this clientActionId is being carried out by another request; retry shortly"
     ),
-    "PAYLOAD_TOO_LARGE": (413, "the body is larger than max_body_bytes (64 KiB by default)"),
+    "PAYLOAD_TOO_LARGE": "the body is larger than max_body_bytes (64 KiB by default)",
     "VALIDATION_ERROR": (
-        422,
         "malformed input: a field or parameter missing, of the wrong type or out of its "
-        "range, an unknown body field, a duplicate key; the message names the field",
+        "range, an unknown body field, a duplicate key; the message names the field"
     ),
-    "LAUNCH_TARGET_INVALID": (422, "an Upgrader launch takes an empty target"),
-    "UNSUPPORTED_CURRENCY": (422, "the currency is not configured for this operator"),
-    "UPGRADER_CHANCE_INVALID": (422, "the chance is not one of config.chancePresetsBps"),
+    "LAUNCH_TARGET_INVALID": "an Upgrader launch takes an empty target",
+    "UNSUPPORTED_CURRENCY": "the currency is not configured for this operator",
+    "UPGRADER_CHANCE_INVALID": "the chance is not one of config.chancePresetsBps",
     "UPGRADER_WAGER_OUT_OF_RANGE": (
-        422,
-        "the wager (or the stake's value) is outside minWagerMinor..maxWagerMinor",
+        "the wager (or the stake's value) is outside minWagerMinor..maxWagerMinor"
     ),
     "UPGRADER_PRIZE_OUT_OF_RANGE": (
-        422,
-        "targetItemId is not an eligible prize in the band for this stake and chance",
+        "targetItemId is not an eligible prize in the band for this stake and chance"
     ),
-    "UPGRADER_ITEM_NOT_OWNED": (
-        422,
-        "a staked item is not this player's or no longer unresolved",
-    ),
-    "ITEM_NOT_AVAILABLE": (422, "an item is not this player's or not unresolved"),
-    "ITEM_NOT_CASHABLE": (422, "an item has no cash-back"),
-    "ITEM_NOT_SHIPPABLE": (422, "an item cannot be shipped (not fulfillable)"),
+    "UPGRADER_ITEM_NOT_OWNED": "a staked item is not this player's or no longer unresolved",
+    "ITEM_NOT_AVAILABLE": "an item is not this player's or not unresolved",
+    "ITEM_NOT_CASHABLE": "an item has no cash-back",
+    "ITEM_NOT_SHIPPABLE": "an item cannot be shipped (not fulfillable)",
     "INSUFFICIENT_FUNDS": (
-        422,
         "the wallet refused (its code, passed on); nothing moved. A refused debit's body "
-        "also has the voided round and balanceAfterMinor",
+        "also has the voided round and balanceAfterMinor"
     ),
     WALLET_CODE: (
-        422,
         "the wallet refused with its own code (^[A-Z][A-Z0-9_]{0,63}$), passed on as the "
-        "code; another spelling is shown as WALLET_REFUSED",
+        "code; another spelling is shown as WALLET_REFUSED"
     ),
-    "RATE_LIMITED": (429, "too many requests for this key, session or player; see Retry-After"),
+    "RATE_LIMITED": "too many requests for this key, session or player; see Retry-After",
     "OVERLOADED": (
-        503,
-        "nothing happened (answered before the request was read); send it again after Retry-After",
+        "nothing happened (answered before the request was read); send it again after Retry-After"
     ),
-    "SERVICE_UNAVAILABLE": (
-        503,
-        "nothing happened (the store is unavailable); safe to treat as failed",
-    ),
+    "SERVICE_UNAVAILABLE": "nothing happened (the store is unavailable); safe to treat as failed",
     "WALLET_UNAVAILABLE": (
-        503,
         "the wallet did not answer in time or out of contract; nothing is kept (an "
-        "uncertain debit is rolled back); safe to treat as failed",
+        "uncertain debit is rolled back); safe to treat as failed"
     ),
     "OUTCOME_UNKNOWN": (
-        503,
         "the action may have happened: retry with the same clientActionId and body to "
-        "learn the outcome; do not treat as failed",
+        "learn the outcome; do not treat as failed"
     ),
 }
 
 
 def status_of(code: str) -> int:
-    """The HTTP status a code is answered with (the one place the document reads it)."""
-    return ERROR_CODES[code][0]
+    """The HTTP status a code is answered with: ``api.errors.STATUS_OF_CODE``, the one
+    place statuses are chosen (a wallet's own code: 422, decisions 4)."""
+    return STATUS_OF_CODE.get(code, 422)
 
 
 STATUS_WORDS = {
@@ -399,7 +383,7 @@ def responses_of(codes: list[str]) -> dict[int, str]:
         status: STATUS_WORDS[status]
         + ":\n\n"
         + "\n".join(
-            f"- {code if code == WALLET_CODE else f'`{code}`'}: {ERROR_CODES[code][1]}"
+            f"- {code if code == WALLET_CODE else f'`{code}`'}: {ERROR_CODES[code]}"
             for code in listed
         )
         for status, listed in sorted(by_status.items())

@@ -87,9 +87,9 @@ def box_not_found(box_id: int, box_version_id: int | None = None) -> PlatformErr
     """404 BOX_NOT_FOUND naming the box (and version) asked for, when they are ids at all."""
     asked = [box_id] if box_version_id is None else [box_id, box_version_id]
     if not all(0 <= n <= MAX_ID for n in asked):
-        return PlatformError("BOX_NOT_FOUND", 404, "no such box")
+        return PlatformError("BOX_NOT_FOUND", "no such box")
     which = f"box {box_id}" if box_version_id is None else f"box {box_id} version {box_version_id}"
-    return PlatformError("BOX_NOT_FOUND", 404, f"{which} not found")
+    return PlatformError("BOX_NOT_FOUND", f"{which} not found")
 
 
 def boxes_operator(directory: Directory, operator_id: str, for_player: bool) -> Operator:

@@ -14,9 +14,9 @@ from uuid import UUID
 
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from tests.conftest import fresh_postgres_url
 from tests.support.config import make_config, raw_config
 from tests.support.live import Api, LiveServer

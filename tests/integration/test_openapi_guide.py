@@ -25,13 +25,14 @@ import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
-from api.app import create_app
-from api.openapi_doc import EXAMPLES, document_text
+from api.openapi_doc import EXAMPLES
 from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of, status_of
 from application.platform import Platform
 from application.round_view import WALLET_CODE as WALLET_CODE_PATTERN
 from application.round_view import wallet_refusal
 from domain.signing import AuthFailure
+from entrypoints.app import create_app
+from entrypoints.openapi_document import document_text
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config
 from tests.support.live import Api, LiveServer
@@ -64,7 +65,7 @@ def test_docs_openapi_json_is_the_document_the_platform_serves(
     """Checked in for reading without a platform; built from the demo config, served here
     from the tests' one: the document depends on no configuration."""
     assert DOCUMENT.read_text(encoding="utf-8") == document_text(), (
-        "regenerate: .venv/bin/python -m api.openapi_doc > docs/openapi.json"
+        "regenerate: .venv/bin/python -m entrypoints.openapi_document > docs/openapi.json"
     )
     assert json.loads(DOCUMENT.read_text(encoding="utf-8")) == document
 

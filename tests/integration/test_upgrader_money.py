@@ -258,7 +258,7 @@ def test_concurrent_actions_of_one_player_take_consecutive_nonces(api: Api, wall
 
 
 def test_no_wallet_url_answers_503_and_records_nothing(database_url: str, clock) -> None:
-    from api.app import create_app
+    from entrypoints.app import create_app
     from tests.support.config import make_config
     from tests.support.live import LiveServer
 

@@ -326,8 +326,8 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
 
 
 def main() -> None:
-    from api.app import create_app
     from application.platform import Platform
+    from entrypoints.app import create_app
     from tests.support.config import OUTBOUND, make_config
     from tests.support.live import LiveServer
 

@@ -10,7 +10,7 @@ from litestar.datastructures import State
 
 from api.auth import player_guard, s2s_guard
 from api.openapi_guide import S2S_SECURITY
-from api.runtime import Runtime
+from api.services import Services
 
 PLAYER_SECURITY = [{"bearer": []}]
 
@@ -52,8 +52,8 @@ class PlayerController(Controller):
     tags = ["player"]
 
 
-def runtime_of(state: State) -> Runtime:
-    """The application's ``Runtime``."""
+def runtime_of(state: State) -> Services:
+    """The services of the process (its ``Runtime``)."""
     return state.runtime
 
 
