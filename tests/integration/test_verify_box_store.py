@@ -1,0 +1,219 @@
+"""``upgrader verify --box ID --box-version V``: each reel's ticket and item from the box
+version's table in the store's recorded catalogue, on SQLite and PostgreSQL
+(src/api/cli_verify_box.py, src/application/box_draw_check.py).
+
+Expected values are computed here: tickets with ``reference_draw`` (hashlib, decisions
+§10) or taken from the published vectors, items from ticket ranges written out by hand,
+``oddsHash`` with hashlib from the decisions text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from application.clock import ManualClock
+from application.platform import Platform
+from tests.support.config import make_config, raw_config
+from tests.unit.test_box_draw import BOX_VECTORS, reference_draw
+from tests.unit.test_verify_cli import verify
+
+CASES: list[dict] = json.loads(BOX_VECTORS.read_text(encoding="ascii"))["cases"]
+# a case whose whole first block is rejected: its ticket comes from block 1
+REJECTED = next(c for c in CASES if c["totalTickets"] == 1073741825 and c["cursor"] == 1)
+BIG = REJECTED["totalTickets"]
+# box 20 version 1 (retired) and 2 (offered): the tables as the config lists them
+SMALL = [(1, 10), (2, 60), (3, 30)]  # tickets 0..9, 10..69, 70..99
+SMALL_RANGES = [(1, 0, 9), (2, 10, 69), (3, 70, 99)]
+LARGE = [(4, 2**29), (5, 2**29), (6, BIG - 2**30)]  # 0..2^29-1, 2^29..2^30-1, 2^30..BIG-1
+LARGE_RANGES = [(4, 0, 2**29 - 1), (5, 2**29, 2**30 - 1), (6, 2**30, BIG - 1)]
+SERVER = hashlib.sha256(b"verify-box-store").hexdigest()
+CLIENT = "my seed"
+
+
+def odds_hash(box_id: int, version: int, price: int, table: list[tuple[int, int]]) -> str:
+    items = ",".join(f"[{item},{weight}]" for item, weight in table)
+    text = f'{{"boxId":{box_id},"boxVersionId":{version},"priceMinor":{price},"items":[{items}]}}'
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def item_of(ticket: int, ranges: list[tuple[int, int, int]]) -> tuple[int, int, int]:
+    return next(r for r in ranges if r[1] <= ticket <= r[2])
+
+
+@pytest.fixture
+def store(database_url: str) -> str:
+    raw = raw_config(database_url)
+    for version, price, table, active in ((1, 500, SMALL, False), (2, 750, LARGE, True)):
+        raw["catalog"]["boxes"].append(
+            {
+                "box_id": 20,
+                "box_version_id": version,
+                "name": {"en": "Twenty"},
+                "price_minor": price,
+                "items": [{"item_id": item, "weight": weight} for item, weight in table],
+                "active": active,
+            }
+        )
+    platform = Platform(make_config(database_url, raw), clock=ManualClock())
+    platform.record_configuration()
+    platform.close()
+    return database_url
+
+
+def box_argv(store: str, version: int, server: str, client: str, nonce: int) -> list[str]:
+    return [
+        "--server-seed",
+        server,
+        "--client-seed",
+        client,
+        "--nonce",
+        str(nonce),
+        "--box",
+        "20",
+        "--box-version",
+        str(version),
+        "--database-url",
+        store,
+    ]
+
+
+def test_a_retired_version_verifies_tickets_and_items(
+    capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    drawn = [reference_draw(SERVER, CLIENT, nonce, 100) for nonce in (11, 12, 13)]
+    held = [item_of(ticket, SMALL_RANGES) for ticket, _, _ in drawn]
+    expected_hash = odds_hash(20, 1, 500, SMALL)
+    argv = box_argv(store, 1, SERVER, CLIENT, 11)
+    argv += ["--items", ",".join(str(item) for item, _, _ in held), "--odds-hash", expected_hash]
+    argv += ["--tickets", ",".join(str(ticket) for ticket, _, _ in drawn)]
+    code, out, err = verify(capsys, *argv)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:8] == [
+        "algorithm:        hmac_sha256_v1",
+        "box:              20 version 1 (inactive, price 500, 3 items)",
+        f"odds hash:        {expected_hash}",
+        f"client seed:      {CLIENT}",
+        "first nonce:      11 (3 boxes: nonces 11..13)",
+        f"server seed hash: {hashlib.sha256(SERVER.encode()).hexdigest()}",
+        "total tickets:    100",
+        *[
+            f"reel 1: nonce 11, ticket {drawn[0][0]} (block {drawn[0][1]}, word {drawn[0][2]})"
+            f" -> item {held[0][0]} (tickets {held[0][1]}..{held[0][2]})"
+        ],
+    ]
+    assert lines[10:] == [
+        f"ok: recorded oddsHash matches ({expected_hash})",
+        f"ok: oddsHash matches ({expected_hash})",
+        *[
+            line
+            for k in range(3)
+            for line in (
+                f"ok: reel {k + 1} (nonce {11 + k}) ticket matches ({drawn[k][0]})",
+                f"ok: reel {k + 1} (nonce {11 + k}) itemId matches ({held[k][0]})",
+            )
+        ],
+        "verified: all 8 claims hold",
+    ]
+
+
+def test_a_vector_case_through_a_recorded_table(
+    capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    case = REJECTED
+    item, start, end = item_of(case["ticket"], LARGE_RANGES)
+    argv = box_argv(store, 2, case["serverSeed"], case["clientSeed"], case["nonce"])
+    code, out, _ = verify(capsys, *argv, "--items", str(item), "--json")
+    assert code == 0
+    answer = json.loads(out)
+    assert answer["box"] == {
+        "boxId": 20,
+        "boxVersionId": 2,
+        "priceMinor": 750,
+        "active": True,
+        "oddsHash": odds_hash(20, 2, 750, LARGE),
+        "recordedOddsHash": odds_hash(20, 2, 750, LARGE),
+        "totalTickets": BIG,
+        "items": [
+            {
+                "itemId": i,
+                "weight": b - a + 1,
+                "ticketFrom": a,
+                "ticketTo": b,
+                "probabilityBps": 10000 * (b - a + 1) // BIG,
+            }
+            for i, a, b in LARGE_RANGES
+        ],
+    }
+    assert answer["reels"] == [
+        {
+            "boxId": 20,
+            "boxVersionId": 2,
+            "nonce": case["nonce"],
+            "ticket": case["ticket"],
+            "totalTickets": BIG,
+            "itemId": item,
+            "cursor": 1,
+            "wordIndex": case["wordIndex"],
+            "ticketFrom": start,
+            "ticketTo": end,
+        }
+    ]
+    assert [c["claim"] for c in answer["checks"]] == [
+        "recorded oddsHash",
+        f"reel 1 (nonce {case['nonce']}) itemId",
+    ]
+    assert (answer["ok"], answer["count"], answer["serverSeedHash"]) == (
+        True,
+        1,
+        case["serverSeedHash"],
+    )
+
+
+def test_wrong_items_and_odds_hash_are_mismatches(
+    capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    drawn = [reference_draw(SERVER, CLIENT, nonce, 100)[0] for nonce in (0, 1)]
+    held = [item_of(ticket, SMALL_RANGES)[0] for ticket in drawn]
+    wrong = [held[0], 3 if held[1] != 3 else 2]
+    other_hash = odds_hash(20, 2, 750, LARGE)
+    argv = box_argv(store, 1, SERVER, CLIENT, 0)
+    argv += ["--items", f"{wrong[0]},{wrong[1]}", "--odds-hash", other_hash]
+    code, out, _ = verify(capsys, *argv)
+    assert code == 1
+    assert out.splitlines()[-5:] == [
+        f"ok: recorded oddsHash matches ({odds_hash(20, 1, 500, SMALL)})",
+        f"MISMATCH: oddsHash: claimed {other_hash}, recomputed {odds_hash(20, 1, 500, SMALL)}",
+        f"ok: reel 1 (nonce 0) itemId matches ({held[0]})",
+        f"MISMATCH: reel 2 (nonce 1) itemId: claimed {wrong[1]}, recomputed {held[1]}",
+        "NOT VERIFIED: 2 of 4 claims do not hold",
+    ]
+
+
+def test_a_version_the_store_never_recorded_is_exit_2(
+    capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    for box, version in (("20", "3"), ("21", "1")):
+        argv = box_argv(store, 1, SERVER, CLIENT, 0)
+        argv[argv.index("--box") + 1] = box
+        argv[argv.index("--box-version") + 1] = version
+        code, out, err = verify(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"upgrader verify: box {box} version {version} is not in the store's "
+            "recorded catalogue\n"
+        )
+
+
+def test_a_store_that_is_not_there_is_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = f"sqlite:///{tmp_path}/missing.db"
+    code, out, err = verify(capsys, *box_argv(missing, 1, SERVER, CLIENT, 0), "--json")
+    assert code == 2
+    assert json.loads(out)["ok"] is False
+    assert err.startswith(f"upgrader verify: no database at {tmp_path}/missing.db")
+    assert not (tmp_path / "missing.db").exists()  # nothing created
