@@ -15,8 +15,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from application.box_answers import BoxAnswer, BoxItemAnswer
+from domain.boxes import BoxEntry, BoxVersion
 from tests.unit.test_box_draw import BOX_VECTORS, THIRD, reference_draw
 from tests.unit.test_fairness_js import FAIRNESS_JS, NODE, VERIFIER_HTML, needs_node
 
@@ -35,12 +38,41 @@ def table(total: int) -> list[tuple[int, int, int]]:
 
 
 def ranges_text(rows: list[tuple[int, int, int]], as_json: bool) -> str:
-    if as_json:  # a box version as the catalogue answers it (extra fields ignored)
+    if as_json:  # the box version as GET /api/play/boxes/{boxId}/versions/{v} answers it
+        version = BoxVersion(
+            box_id=5,
+            box_version_id=2,
+            price_minor=100,
+            entries=tuple(BoxEntry(i, b - a + 1) for i, a, b in rows),
+        )
         items = [
-            {"itemId": i, "name": f"Item {i}", "ticketFrom": a, "ticketTo": b, "weight": b - a + 1}
-            for i, a, b in rows
+            BoxItemAnswer(
+                item_id=r.item_id,
+                name=f"Item {r.item_id}",
+                value_minor=10,
+                image_url=None,
+                weight=r.weight,
+                ticket_from=r.ticket_from,
+                ticket_to=r.ticket_to,
+                probability_bps=r.probability_bps,
+            )
+            for r in version.ranges()
         ]
-        return json.dumps({"boxId": 5, "totalTickets": rows[-1][2] + 1, "items": items})
+        answer = BoxAnswer(
+            box_id=5,
+            box_version_id=2,
+            name="Five",
+            image_url=None,
+            price_minor=100,
+            currency="EUR",
+            odds_hash=version.odds_hash,
+            total_tickets=version.total_tickets,
+            rtp_bps=0,
+            available=True,
+            offered=True,
+            items=items,
+        )
+        return msgspec.json.encode(answer).decode()
     return "\n".join(f"{i} {a}-{b}" for i, a, b in rows)
 
 
