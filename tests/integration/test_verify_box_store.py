@@ -217,3 +217,22 @@ def test_a_store_that_is_not_there_is_exit_2(
     assert json.loads(out)["ok"] is False
     assert err.startswith(f"upgrader verify: no database at {tmp_path}/missing.db")
     assert not (tmp_path / "missing.db").exists()  # nothing created
+
+
+def test_the_store_may_come_from_the_configuration(
+    capsys: pytest.CaptureFixture[str], store: str, tmp_path: Path
+) -> None:
+    """Without --database-url the store is the configuration's ``database_url``."""
+    demo = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"
+    text = demo.read_text(encoding="utf-8")
+    line = 'database_url = "sqlite:///var/upgrader.db"'
+    assert line in text
+    config = tmp_path / "config.toml"
+    config.write_text(text.replace(line, f"database_url = {json.dumps(store)}"), "utf-8")
+    ticket = reference_draw(SERVER, CLIENT, 4, 100)[0]
+    argv = box_argv(store, 1, SERVER, CLIENT, 4)[:-2]  # no --database-url
+    code, out, _ = verify(capsys, *argv, "--config", str(config), "--tickets", str(ticket))
+    assert code == 0
+    assert out.splitlines()[-1] == "verified: all 2 claims hold"
+    item, start, end = item_of(ticket, SMALL_RANGES)
+    assert f"-> item {item} (tickets {start}..{end})" in out
