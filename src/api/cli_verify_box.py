@@ -14,6 +14,11 @@ of the store (``--database-url``, else the configuration's ``database_url``): in
 and older versions included, the recorded ``oddsHash`` checked against the table. A bare
 ``--space T`` gives tickets only (no store read).
 
+``--round FILE --server-seed S`` with a box round (an open answer, a ``round_settled``
+webhook or the round; cli_verify_box_round.py) takes the seeds, first nonce, box, count
+and claims (``serverSeedHash``, ``oddsHash``, ``totalTickets``, each reel's nonce, ticket
+and item from ``facts.reels``) from the file; only the store may be named beside it.
+
 Claims (each optional): ``--tickets`` and ``--items`` per reel in order,
 ``--server-seed-hash`` and ``--odds-hash``. Exit status as for every ``verify``: 0 every
 claim holds, 1 a claim does not (one ``MISMATCH`` line each), 2 malformed input (also: a
@@ -29,12 +34,22 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from api.cli_verify_box_round import is_box_round, request_from_round
 from application.box_config import MAX_BOXES_PER_ROUND, MAX_ID
-from application.box_draw_check import RecordedBox, Reel, draw_reels, recorded_box
-from domain.boxes import BoxVersion
+from application.box_draw_check import (
+    BadBoxInput,
+    BoxCheck,
+    BoxRequest,
+    RecordedBox,
+    Reel,
+    box_json,
+    checks_of,
+    draw_reels,
+    recorded_box,
+)
 from domain.fairness import (
     ALGORITHM_KEY,
     MAX_DRAW_SPACE,
@@ -58,52 +73,42 @@ BOX_FLAGS = (
     "database_url",
 )
 ROLL_ONLY = ("rolled_bps", "chance_bps", "is_win", "round", "vectors")
+ROUND_EXCLUDES = ("client_seed", "nonce", "server_seed_hash", "rolled_bps", "chance_bps")
+ROUND_EXCLUDES += ("is_win", "vectors")
 _DIGITS = re.compile(r"[0-9]{1,20}")
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
-class BadBoxInput(ValueError):
-    """Input that cannot be verified at all (exit 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BoxCheck:
-    claim: str
-    ok: bool
-    claimed: Any
-    recomputed: Any
-
-    def line(self) -> str:
-        if self.ok:
-            return f"ok: {self.claim} matches ({self.recomputed})"
-        return f"MISMATCH: {self.claim}: claimed {self.claimed}, recomputed {self.recomputed}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim,
-            "ok": self.ok,
-            "claimed": self.claimed,
-            "recomputed": self.recomputed,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class BoxRequest:
-    server_seed: str
-    client_seed: str
-    first_nonce: int
-    count: int
-    space: int | None
-    box_key: tuple[int, int] | None
-    tickets: list[int] | None
-    items: list[int] | None
-    server_seed_hash: str | None
-    odds_hash: str | None
-
-
 def box_requested(args: argparse.Namespace) -> bool:
-    """Whether the command line asks for a box draw check (any box flag given)."""
-    return any(getattr(args, name, None) is not None for name in BOX_FLAGS)
+    """Whether the command line asks for a box draw check: any box flag given, or a
+    ``--round`` file that holds a box round (an unreadable one is left to cli_verify)."""
+    if any(getattr(args, name, None) is not None for name in BOX_FLAGS):
+        return True
+    if getattr(args, "round", None) is None:
+        return False
+    try:
+        return is_box_round(_read_round(args.round))
+    except BadBoxInput:
+        return False
+
+
+def _read_round(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BadBoxInput(f"cannot read a round from {path}: {exc}") from exc
+
+
+def _request(args: argparse.Namespace) -> BoxRequest:
+    if args.round is None:
+        return parse_request(args)
+    others = [n for n in (*ROUND_EXCLUDES, *BOX_FLAGS[:-1]) if getattr(args, n, None) is not None]
+    if others:
+        flags = ", ".join(_flag(name) for name in others)
+        raise BadBoxInput(
+            f"--round takes only --server-seed (and --database-url or --config) (got {flags})"
+        )
+    return request_from_round(_read_round(args.round), args.server_seed)
 
 
 # -- parsing ---------------------------------------------------------------------------
@@ -215,51 +220,6 @@ def load_box(args: argparse.Namespace, key: tuple[int, int]) -> RecordedBox:
 # -- checking --------------------------------------------------------------------------
 
 
-def checks_of(
-    request: BoxRequest, reels: list[Reel], box: RecordedBox | None, hash_: str
-) -> list[BoxCheck]:
-    checks = []
-
-    def check(claim: str, claimed: Any, recomputed: Any) -> None:
-        checks.append(BoxCheck(claim, claimed == recomputed, claimed, recomputed))
-
-    if request.server_seed_hash is not None:
-        check("serverSeedHash", request.server_seed_hash, hash_)
-    if box is not None:
-        check("recorded oddsHash", box.recorded_odds_hash, box.version.odds_hash)
-        if request.odds_hash is not None:
-            check("oddsHash", request.odds_hash, box.version.odds_hash)
-    for reel in reels:
-        name = f"reel {reel.index + 1} (nonce {reel.nonce})"
-        if request.tickets is not None:
-            check(f"{name} ticket", request.tickets[reel.index], reel.ticket)
-        if request.items is not None:
-            check(f"{name} itemId", request.items[reel.index], reel.item_id)
-    return checks
-
-
-def _box_json(version: BoxVersion, recorded_odds_hash: str) -> dict[str, Any]:
-    return {
-        "boxId": version.box_id,
-        "boxVersionId": version.box_version_id,
-        "priceMinor": version.price_minor,
-        "active": version.active,
-        "oddsHash": version.odds_hash,
-        "recordedOddsHash": recorded_odds_hash,
-        "totalTickets": version.total_tickets,
-        "items": [
-            {
-                "itemId": held.item_id,
-                "weight": held.weight,
-                "ticketFrom": held.ticket_from,
-                "ticketTo": held.ticket_to,
-                "probabilityBps": held.probability_bps,
-            }
-            for held in version.ranges()
-        ],
-    }
-
-
 def _print(
     request: BoxRequest,
     reels: list[Reel],
@@ -268,6 +228,8 @@ def _print(
     checks: list[BoxCheck],
 ) -> None:
     space = reels[0].total_tickets
+    if request.public_id:
+        print(f"round:            {request.public_id}")
     print(f"algorithm:        {ALGORITHM_KEY}")
     if box is not None:
         version = box.version
@@ -309,7 +271,7 @@ def _print(
 def run_box(args: argparse.Namespace) -> int:
     """``upgrader verify`` with box flags: 0 all claims hold, 1 one does not, 2 malformed."""
     try:
-        request = parse_request(args)
+        request = _request(args)
         box = None if request.box_key is None else load_box(args, request.box_key)
     except BadBoxInput as exc:
         if args.json:
@@ -328,13 +290,14 @@ def run_box(args: argparse.Namespace) -> int:
     if args.json:
         answer = {
             "ok": ok,
+            "publicId": request.public_id,
             "algorithmKey": ALGORITHM_KEY,
             "clientSeed": request.client_seed,
             "nonce": request.first_nonce,
             "count": request.count,
             "serverSeedHash": hash_,
             "totalTickets": space,
-            "box": None if box is None else _box_json(box.version, box.recorded_odds_hash),
+            "box": None if box is None else box_json(box),
             "reels": [reel.as_json(version) for reel in reels],
             "checks": [one.as_json() for one in checks],
         }

@@ -21,6 +21,10 @@ from domain.boxes import BoxEntry, BoxVersion, TicketRange
 from domain.fairness import draw_trace
 
 
+class BadBoxInput(ValueError):
+    """Input that cannot be verified at all (``upgrader verify``'s exit 2)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedBox:
     """A box version as the store recorded it: its table, and the ``oddsHash`` recorded
@@ -119,3 +123,96 @@ def recorded_box(database_url: str, box_id: int, box_version_id: int) -> Recorde
         active=recorded["active"],
     )
     return RecordedBox(version, recorded["odds_hash"])
+
+
+@dataclass(frozen=True, slots=True)
+class BoxRequest:
+    """What is to be recomputed (seeds, first nonce, boxes, the box or a bare space) and
+    the claims made about it (each None when not claimed). From flags or a round JSON."""
+
+    server_seed: str
+    client_seed: str
+    first_nonce: int
+    count: int
+    space: int | None
+    box_key: tuple[int, int] | None
+    tickets: list[int] | None
+    items: list[int] | None
+    server_seed_hash: str | None
+    odds_hash: str | None
+    total_tickets: int | None = None
+    nonces: list[int] | None = None
+    public_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BoxCheck:
+    claim: str
+    ok: bool
+    claimed: Any
+    recomputed: Any
+
+    def line(self) -> str:
+        if self.ok:
+            return f"ok: {self.claim} matches ({self.recomputed})"
+        return f"MISMATCH: {self.claim}: claimed {self.claimed}, recomputed {self.recomputed}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "ok": self.ok,
+            "claimed": self.claimed,
+            "recomputed": self.recomputed,
+        }
+
+
+def checks_of(
+    request: BoxRequest, reels: list[Reel], box: RecordedBox | None, hash_: str
+) -> list[BoxCheck]:
+    """Every claim of ``request`` against the recomputed hash, box and reels, in order."""
+    checks = []
+
+    def check(claim: str, claimed: Any, recomputed: Any) -> None:
+        checks.append(BoxCheck(claim, claimed == recomputed, claimed, recomputed))
+
+    if request.server_seed_hash is not None:
+        check("serverSeedHash", request.server_seed_hash, hash_)
+    if box is not None:
+        check("recorded oddsHash", box.recorded_odds_hash, box.version.odds_hash)
+        if request.odds_hash is not None:
+            check("oddsHash", request.odds_hash, box.version.odds_hash)
+    if request.total_tickets is not None:
+        check("totalTickets", request.total_tickets, reels[0].total_tickets)
+    for reel in reels:
+        name = f"reel {reel.index + 1} (nonce {reel.nonce})"
+        if request.nonces is not None:
+            check(f"reel {reel.index + 1} nonce", request.nonces[reel.index], reel.nonce)
+        if request.tickets is not None:
+            check(f"{name} ticket", request.tickets[reel.index], reel.ticket)
+        if request.items is not None:
+            check(f"{name} itemId", request.items[reel.index], reel.item_id)
+    return checks
+
+
+def box_json(box: RecordedBox) -> dict[str, Any]:
+    """The recorded version: its table with each item's ticket range."""
+    version = box.version
+    return {
+        "boxId": version.box_id,
+        "boxVersionId": version.box_version_id,
+        "priceMinor": version.price_minor,
+        "active": version.active,
+        "oddsHash": version.odds_hash,
+        "recordedOddsHash": box.recorded_odds_hash,
+        "totalTickets": version.total_tickets,
+        "items": [
+            {
+                "itemId": held.item_id,
+                "weight": held.weight,
+                "ticketFrom": held.ticket_from,
+                "ticketTo": held.ticket_to,
+                "probabilityBps": held.probability_bps,
+            }
+            for held in version.ranges()
+        ],
+    }

@@ -236,3 +236,156 @@ def test_the_store_may_come_from_the_configuration(
     assert out.splitlines()[-1] == "verified: all 2 claims hold"
     item, start, end = item_of(ticket, SMALL_RANGES)
     assert f"-> item {item} (tickets {start}..{end})" in out
+
+
+# -- a box round as the API answers it (decisions §10) -------------------------------------
+
+
+def box_round(first: int, count: int, **change: object) -> dict:
+    """The open answer of a round of ``count`` boxes of box 20 version 1, from nonce
+    ``first``, its reels recomputed here."""
+    reels = []
+    for k in range(count):
+        ticket = reference_draw(SERVER, CLIENT, first + k, 100)[0]
+        item = item_of(ticket, SMALL_RANGES)[0]
+        reels.append(
+            {
+                "boxId": 20,
+                "boxVersionId": 1,
+                "nonce": first + k,
+                "ticket": ticket,
+                "totalTickets": 100,
+                "itemId": item,
+            }
+        )
+    round_ = {
+        "publicId": "r_box1",
+        "status": "settled",
+        "game": "boxes",
+        "betMinor": 500 * count,
+        "payoutMinor": 0,
+        "currency": "EUR",
+        "box": {
+            "boxId": 20,
+            "boxVersionId": 1,
+            "count": count,
+            "oddsHash": odds_hash(20, 1, 500, SMALL),
+            "totalTickets": 100,
+        },
+        "fairness": {
+            "serverSeedHash": hashlib.sha256(SERVER.encode()).hexdigest(),
+            "clientSeed": CLIENT,
+            "nonce": first,
+            "algorithmKey": "hmac_sha256_v1",
+        },
+        "settledAt": "2026-11-25T08:00:00Z",
+    }
+    answer = {"round": round_, "wonItems": [], "balanceAfterMinor": 0, "facts": {"reels": reels}}
+    answer.update(change)
+    return answer
+
+
+def _file(tmp_path: Path, document: object) -> str:
+    path = tmp_path / "round.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def test_a_box_round_file_is_verified_reel_by_reel(
+    capsys: pytest.CaptureFixture[str], store: str, tmp_path: Path
+) -> None:
+    answer = box_round(40, 2)
+    reels = answer["facts"]["reels"]
+    argv = ["--round", _file(tmp_path, answer), "--server-seed", SERVER, "--database-url", store]
+    code, out, err = verify(capsys, *argv)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    seed_hash = hashlib.sha256(SERVER.encode()).hexdigest()
+    expected_hash = odds_hash(20, 1, 500, SMALL)
+    assert lines[:2] == ["round:            r_box1", "algorithm:        hmac_sha256_v1"]
+    assert lines[-11:] == [
+        f"ok: serverSeedHash matches ({seed_hash})",
+        f"ok: recorded oddsHash matches ({expected_hash})",
+        f"ok: oddsHash matches ({expected_hash})",
+        "ok: totalTickets matches (100)",
+        *[
+            line
+            for k, reel in enumerate(reels)
+            for line in (
+                f"ok: reel {k + 1} nonce matches ({40 + k})",
+                f"ok: reel {k + 1} (nonce {40 + k}) ticket matches ({reel['ticket']})",
+                f"ok: reel {k + 1} (nonce {40 + k}) itemId matches ({reel['itemId']})",
+            )
+        ],
+        "verified: all 10 claims hold",
+    ]
+
+
+def test_a_webhook_with_a_wrong_item_and_a_round_without_facts(
+    capsys: pytest.CaptureFixture[str], store: str, tmp_path: Path
+) -> None:
+    answer = box_round(0, 3)
+    reel = answer["facts"]["reels"][1]
+    truth = reel["itemId"]
+    reel["itemId"] = 3 if truth != 3 else 1
+    webhook = {"id": "wh_1", "type": "round_settled", "data": answer}
+    argv = ["--round", _file(tmp_path, webhook), "--server-seed", SERVER, "--database-url", store]
+    code, out, _ = verify(capsys, *argv)
+    assert code == 1
+    assert (
+        f"MISMATCH: reel 2 (nonce 1) itemId: claimed {reel['itemId']}, recomputed {truth}"
+        in out.splitlines()
+    )
+    assert out.splitlines()[-1] == "NOT VERIFIED: 1 of 13 claims do not hold"
+    # the round alone (as round history lists it): no reels to compare, the rest checked
+    alone = box_round(0, 3)["round"]
+    argv[1] = _file(tmp_path, alone)
+    code, out, _ = verify(capsys, *argv, "--json")
+    report = json.loads(out)
+    assert (code, report["ok"], report["publicId"], report["count"]) == (0, True, "r_box1", 3)
+    assert [c["claim"] for c in report["checks"]] == [
+        "serverSeedHash",
+        "recorded oddsHash",
+        "oddsHash",
+        "totalTickets",
+    ]
+    assert [r["itemId"] for r in report["reels"]] == [
+        r["itemId"] for r in box_round(0, 3)["facts"]["reels"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "extra", "message"),
+    [
+        ({}, ["--nonce", "3"], "--round takes only --server-seed (and --database-url or"),
+        ({}, ["--items", "1"], "--round takes only --server-seed (and --database-url or --config)"),
+        ({"reels": "drop"}, [], "facts.reels must list one reel per box (2), got 1"),
+        ({"reels": "other box"}, [], "facts.reels[0].boxVersionId is 2, the round's box says 1"),
+        ({"fairness": None}, [], "round r_box1 has no fairness data (status 'settled')"),
+        ({"algorithm": "sha512"}, [], "unsupported algorithmKey 'sha512'"),
+        ({"count": 0}, [], "box.count must be an integer in 1..100: 0"),
+    ],
+)
+def test_a_malformed_box_round_file_is_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    store: str,
+    tmp_path: Path,
+    change: dict,
+    extra: list[str],
+    message: str,
+) -> None:
+    answer = box_round(5, 2)
+    if change.get("reels") == "drop":
+        answer["facts"]["reels"].pop()
+    if change.get("reels") == "other box":
+        answer["facts"]["reels"][0]["boxVersionId"] = 2
+    if "fairness" in change:
+        del answer["round"]["fairness"]
+    if "algorithm" in change:
+        answer["round"]["fairness"]["algorithmKey"] = change["algorithm"]
+    if "count" in change:
+        answer["round"]["box"]["count"] = change["count"]
+    argv = ["--round", _file(tmp_path, answer), "--server-seed", SERVER, "--database-url", store]
+    code, out, err = verify(capsys, *argv, *extra)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"upgrader verify: {message}"), err
