@@ -113,6 +113,7 @@ def test_json_gives_the_reels_as_facts_do(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     assert json.loads(out) == {
         "ok": True,
+        "publicId": None,
         "algorithmKey": "hmac_sha256_v1",
         "clientSeed": case["clientSeed"],
         "nonce": nonce,
