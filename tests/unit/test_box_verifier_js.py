@@ -375,3 +375,90 @@ def test_the_page_opened_from_file_verifies_a_box_draw(tmp_path: Path) -> None:
     assert len(shown) == 2
     assert errors == []
     assert {url.split(":", 1)[0] for url in requested} == {"file"}
+
+
+def test_the_page_fills_the_box_form_from_a_pasted_round() -> None:
+    """A round_settled webhook of a two-box round (decisions §10's shape) pasted into the
+    page fills seeds, nonce, count, total tickets, tickets and items; with the revealed
+    server seed and the ranges every claim is verified."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed: browser test skipped"
+    )
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Debian's Chromium is not at /usr/bin/chromium: browser test skipped")
+    rows = table(1000)
+    drawn = [reference_draw(SERVER, CLIENT, n, 1000)[0] for n in (12, 13)]
+    reels = [
+        {
+            "boxId": 5,
+            "boxVersionId": 2,
+            "nonce": 12 + k,
+            "ticket": ticket,
+            "totalTickets": 1000,
+            "itemId": item_of(ticket, rows),
+        }
+        for k, ticket in enumerate(drawn)
+    ]
+    round_ = {
+        "publicId": "r_1",
+        "status": "settled",
+        "game": "boxes",
+        "box": {
+            "boxId": 5,
+            "boxVersionId": 2,
+            "count": 2,
+            "oddsHash": "0" * 64,
+            "totalTickets": 1000,
+        },
+        "fairness": {
+            "serverSeedHash": hashlib.sha256(SERVER.encode()).hexdigest(),
+            "clientSeed": CLIENT,
+            "nonce": 12,
+            "algorithmKey": "hmac_sha256_v1",
+        },
+    }
+    webhook = {
+        "id": "w",
+        "type": "round_settled",
+        "data": {"round": round_, "facts": {"reels": reels}},
+    }
+    errors: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(VERIFIER_HTML.as_uri())
+            page.click("text=Paste a box round from the API (optional)")
+            page.fill("#box-round-json", json.dumps(webhook))
+            page.click("#fill-from-box-round")
+            page.wait_for_selector("#box-result[data-status=filled]")
+            filled = {
+                name: page.input_value(f"#box-{name}")
+                for name in ("client-seed", "nonce", "count", "total-tickets", "tickets", "items")
+            }
+            page.fill("#box-server-seed", SERVER)
+            page.fill("#box-ranges", ranges_text(rows, as_json=False))
+            page.click("#box-verifier button[type=submit]")
+            page.wait_for_selector("#box-result h2:has-text('erified')")
+            heading = page.inner_text("#box-result h2")
+            page.fill("#box-round-json", json.dumps({"round": {**round_, "fairness": None}}))
+            page.click("#fill-from-box-round")
+            page.wait_for_selector("#box-result[data-status=error]")
+            refused = page.inner_text("#box-result li")
+        finally:
+            browser.close()
+    assert filled == {
+        "client-seed": CLIENT,
+        "nonce": "12",
+        "count": "2",
+        "total-tickets": "1000",
+        "tickets": f"{drawn[0]},{drawn[1]}",
+        "items": f"{reels[0]['itemId']},{reels[1]['itemId']}",
+    }
+    assert heading == "Verified: all 5 checks passed"
+    assert refused == "this round has no fairness block (a voided round?)"
+    assert errors == []

@@ -786,6 +786,44 @@
     });
   }
 
+  /**
+   * The box form's fields from a box round as the API answers it (the open answer, a
+   * round_settled webhook or its data, or the round): seeds, first nonce, count, total
+   * tickets, and the tickets and items of facts.reels when present.
+   */
+  function boxRoundFields(doc) {
+    if (doc && doc.data && typeof doc.data === "object") {
+      doc = doc.data;
+    }
+    var round = doc && doc.round && typeof doc.round === "object" ? doc.round : doc;
+    var facts = doc && doc.round ? doc.facts : null;
+    if (!round || typeof round !== "object" || !round.box || typeof round.box !== "object") {
+      throw FairnessInputError("this JSON holds no box round (no round.box)");
+    }
+    var fairness = round.fairness;
+    if (!fairness || typeof fairness !== "object") {
+      throw FairnessInputError("this round has no fairness block (a voided round?)");
+    }
+    if (fairness.algorithmKey !== ALGORITHM_KEY) {
+      throw FairnessInputError("unsupported algorithmKey " + JSON.stringify(fairness.algorithmKey));
+    }
+    var reels = facts && Array.isArray(facts.reels) ? facts.reels : null;
+    function column(key) {
+      return reels ? reels.map(function (reel) { return String(reel[key]); }).join(",") : "";
+    }
+    return {
+      boxClientSeed: String(fairness.clientSeed || ""),
+      boxNonce: present(fairness.nonce) ? String(fairness.nonce) : "",
+      boxCount: present(round.box.count) ? String(round.box.count) : "",
+      boxTotalTickets: present(round.box.totalTickets) ? String(round.box.totalTickets) : "",
+      boxServerSeedHash: String(fairness.serverSeedHash || ""),
+      boxTickets: column("ticket"),
+      boxItems: column("itemId"),
+      boxId: String(round.box.boxId),
+      boxVersionId: String(round.box.boxVersionId)
+    };
+  }
+
   function wireBoxPage(doc) {
     var form = doc.getElementById("box-verifier");
     if (!form || form.getAttribute("data-wired") === "yes") {
@@ -821,6 +859,35 @@
       output.appendChild(list);
       heading.setAttribute("tabindex", "-1");
       heading.focus();
+    }
+
+    var pasted = doc.getElementById("box-round-json");
+    var fill = doc.getElementById("fill-from-box-round");
+    if (fill && pasted) {
+      fill.addEventListener("click", function () {
+        try {
+          var filled = boxRoundFields(JSON.parse(pasted.value));
+          Object.keys(filled).forEach(function (name) {
+            var input = form.elements.namedItem(name);
+            if (input) {
+              input.value = filled[name];
+            }
+          });
+          show("filled", "Form filled from the round", [
+            {
+              text: "Now enter the revealed server seed and the ticket ranges of box " +
+                filled.boxId + " version " + filled.boxVersionId + " (the catalogue answers " +
+                "them for every version), or keep the total tickets to check tickets only, " +
+                "and press Verify."
+            }
+          ]);
+          form.elements.namedItem("boxServerSeed").focus();
+        } catch (error) {
+          show("error", "Could not read that round", [
+            { text: error instanceof SyntaxError ? "That is not valid JSON." : error.message }
+          ]);
+        }
+      });
     }
 
     form.addEventListener("submit", function (event) {
@@ -882,6 +949,7 @@
 
   api.wirePage = wirePage;
   api.wireBoxPage = wireBoxPage;
+  api.boxRoundFields = boxRoundFields;
 
   if (typeof document !== "undefined" && document && document.getElementById) {
     if (document.readyState === "loading") {
