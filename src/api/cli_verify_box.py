@@ -108,7 +108,10 @@ def _request(args: argparse.Namespace) -> BoxRequest:
         raise BadBoxInput(
             f"--round takes only --server-seed (and --database-url or --config) (got {flags})"
         )
-    return request_from_round(_read_round(args.round), args.server_seed)
+    document = _read_round(args.round)
+    if not is_box_round(document):
+        raise BadBoxInput("--database-url is for box rounds; this round is not one")
+    return request_from_round(document, args.server_seed)
 
 
 # -- parsing ---------------------------------------------------------------------------

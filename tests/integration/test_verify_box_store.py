@@ -364,6 +364,7 @@ def test_a_webhook_with_a_wrong_item_and_a_round_without_facts(
         ({"fairness": None}, [], "round r_box1 has no fairness data (status 'settled')"),
         ({"algorithm": "sha512"}, [], "unsupported algorithmKey 'sha512'"),
         ({"count": 0}, [], "box.count must be an integer in 1..100: 0"),
+        ({"upgrader": True}, [], "--database-url is for box rounds; this round is not one"),
     ],
 )
 def test_a_malformed_box_round_file_is_exit_2(
@@ -383,6 +384,9 @@ def test_a_malformed_box_round_file_is_exit_2(
         del answer["round"]["fairness"]
     if "algorithm" in change:
         answer["round"]["fairness"]["algorithmKey"] = change["algorithm"]
+    if "upgrader" in change:  # an Upgrader round: the roll's verify, which takes no store
+        del answer["round"]["box"]
+        answer["round"]["game"] = "upgrader"
     if "count" in change:
         answer["round"]["box"]["count"] = change["count"]
     argv = ["--round", _file(tmp_path, answer), "--server-seed", SERVER, "--database-url", store]
