@@ -452,7 +452,7 @@ def _run(args: argparse.Namespace) -> int:
 EPILOG = f"""\
 exit status: 0 every given claim holds, 1 a claim does not hold, 2 malformed input.
 Only algorithm {ALGORITHM_KEY} is known. Nothing here touches the network or a database
-(but --box, which reads the box version's table from the store's recorded catalogue).
+(but --box and box rounds, which read the box's table from the store's recorded catalogue).
 
 examples:
   upgrader verify --server-seed S --client-seed C --nonce 7 --rolled-bps 4321

@@ -314,7 +314,8 @@ def add_box_options(parser: argparse.ArgumentParser) -> None:
     """The box flags of ``upgrader verify`` (cli_verify.py's ``register`` calls this)."""
     group = parser.add_argument_group(
         "box draws",
-        "recompute a box round's reels: --nonce is the first, one nonce per box",
+        "recompute a box round's reels: --nonce is the first, one nonce per box; "
+        '--round FILE with a box round (game "boxes") reads all of these from the file',
     )
     group.add_argument("--box", metavar="ID", help="the box id (with --box-version)")
     group.add_argument(
