@@ -197,7 +197,7 @@ def server_main(argv: list[str]) -> None:
     """``python -m ops.bench.floor server``: uvicorn with the platform's settings."""
     import uvicorn
 
-    from api.cli_serve import server_settings
+    from entrypoints.cli_serve import server_settings
 
     parser = argparse.ArgumentParser(prog="ops.bench.floor server")
     parser.add_argument("--port", type=int, required=True)

@@ -108,7 +108,7 @@ class HistoryWriter:
     """Writes generated rounds into the log and every read model (see the docstring)."""
 
     def __init__(self, platform: Any, operator_id: str) -> None:
-        from projections.hash_chain import GENESIS
+        from domain.hash_chain import GENESIS
 
         self.platform = platform
         self.rounds = PastRounds(platform, operator_id)
@@ -136,15 +136,9 @@ class HistoryWriter:
         """One chunk: a round for each of ``players``, in one transaction; returns the
         number of events."""
         from application.round_view import round_wire
-        from projections.analytics import (
-            DAILY_KEY_OF_FACT,
-            DAILY_SUMS,
-            FACT_COLUMNS,
-            _flow_row,
-            daily_increments,
-            round_fact,
-        )
-        from projections.hash_chain import chain_link, utc_day
+        from domain.hash_chain import chain_link, utc_day
+        from projections.analytics_facts import _flow_row, daily_increments, round_fact
+        from projections.analytics_tables import DAILY_KEY_OF_FACT, DAILY_SUMS, FACT_COLUMNS
         from projections.outbox import render_payload, webhook_id
         from projections.rounds import _json
 
@@ -257,7 +251,7 @@ class HistoryWriter:
                 ("notification_id", "originator_id", "originator_version", "topic", "state"),
                 rows.pop("events"),
             )
-            from projections.analytics import FLOW_COLUMNS
+            from projections.analytics_tables import FLOW_COLUMNS
 
             self._copy(conn, "analytics_rounds", FACT_COLUMNS, rows.pop("analytics_rounds"))
             self._copy(conn, "analytics_item_flows", FLOW_COLUMNS, rows.pop("analytics_item_flows"))
@@ -283,7 +277,7 @@ class HistoryWriter:
     def finish(self, conn: Any) -> None:
         """The sums the chunks added up: the chain's day heads and the daily analytics,
         with the projections' own statements."""
-        from projections.analytics import _DAILY, _RATIOS
+        from projections.analytics_tables import _DAILY, _RATIOS
         from projections.hash_chain import _HEAD
 
         cursor = _QmarkCursor(conn.cursor())
@@ -330,9 +324,9 @@ def seed_history(
     ``platform`` (PostgreSQL; its configuration recorded, no process serving it)."""
     import psycopg
 
-    from api.runtime import all_projections
     from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
     from application.platform import ensure_tables
+    from entrypoints.runtime import all_projections
     from projections.runner import ProjectionRunner
 
     started = time.monotonic()
@@ -376,7 +370,7 @@ def history_players(prefix: str, count: int, extra: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from application.config import load_config
+    from application.config_load import load_config
     from application.platform import Platform
 
     parser = argparse.ArgumentParser(prog="python -m ops.bench.history", description=__doc__)

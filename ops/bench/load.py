@@ -469,7 +469,8 @@ def start_stack(
         except BaseException:
             operator.stop()
             raise
-    serve = [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)]
+    module = cli_module(args.server_env)
+    serve = [sys.executable, "-m", module, "serve", "--config", str(config_path)]
     if args.workers > 1:
         serve += ["--workers", str(args.workers)]
     extra = {"PGAPPNAME": app_name}
@@ -478,6 +479,16 @@ def start_stack(
     wait_http(f"{wallet_base}/healthz", operator, None)
     wait_http(f"{base_url}/api/s2s/health", server, secret)
     return Stack(operator, server, wallet_base, base_url)
+
+
+def cli_module(server_env: list[str]) -> str:
+    """The platform's command module: ``entrypoints.cli``, or ``api.cli`` where the server's
+    PYTHONPATH is a tree from before the entrypoints package (``ops.bench.by_commit``)."""
+    for kv in server_env:
+        name, _, value = kv.partition("=")
+        if name == "PYTHONPATH" and not (Path(value) / "entrypoints" / "cli.py").exists():
+            return "api.cli"
+    return "entrypoints.cli"
 
 
 def wait_http(url: str, child: Child, secret: str | None, timeout: float = 60) -> None:
@@ -1145,7 +1156,7 @@ class Bench:
     def seed_history(self, config_path: Path) -> None:
         """``self.history`` settled rounds in the store before the platform starts, over
         the bench's players and as many others (``--history-players``)."""
-        from application.config import load_config
+        from application.config_load import load_config
         from application.platform import Platform
         from ops.bench.history import history_players, seed_history
 

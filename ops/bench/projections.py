@@ -34,9 +34,9 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from api.runtime import all_projections  # noqa: E402
 from application.clock import ManualClock  # noqa: E402
 from application.platform import Platform  # noqa: E402
+from entrypoints.runtime import all_projections  # noqa: E402
 from ops.bench.replay import RoundMaker, bench_config  # noqa: E402
 from projections.runner import ProjectionRunner, tables_of  # noqa: E402
 

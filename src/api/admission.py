@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from api.errors import STATUS_OF_CODE
 from application import store_calls
 
 log = logging.getLogger("upgrader.api")
@@ -45,7 +46,7 @@ _BODY = msgspec.json.encode(
 )
 _HEAD = {
     "type": "http.response.start",
-    "status": 503,
+    "status": STATUS_OF_CODE["OVERLOADED"],
     "headers": [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(_BODY)).encode()),

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from typing import Any
 
 import anyio
 from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi.spec import Components
 
 from api.admission import admission_for
 from api.cors import player_cors
 from api.errors import EXCEPTION_HANDLERS
 from api.explorers import root, with_explorers
 from api.openapi_doc import finish_openapi
+from api.openapi_guide import SECURITY_SCHEMES
 from api.routes.boxes import PlayerBoxesController, S2SBoxesController
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
@@ -26,7 +26,7 @@ from api.routes.platform import (
     S2SPlatformController,
 )
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
-from api.runtime import Runtime
+from api.services import Services
 from api.strict_input import refuse_nul_paths
 from application import store_calls
 from application.platform import Platform
@@ -49,25 +49,7 @@ OPENAPI = OpenAPIConfig(
     title="Upgrader game platform",
     version="0.1.0",
     path="/api/schema",
-    components=Components(
-        security_schemes={
-            "hmac": SecurityScheme(
-                type="apiKey",
-                name="X-Signature",
-                security_scheme_in="header",
-                description=(
-                    "HMAC-SHA256 (lowercase hex) keyed with the key's secret over "
-                    "'timestamp\\nMETHOD\\npath\\nsha256hex(body)'; send X-Key-Id, "
-                    "X-Timestamp (Unix seconds, ±300 s) and X-Signature."
-                ),
-            ),
-            "bearer": SecurityScheme(
-                type="http",
-                scheme="bearer",
-                description="session token from /api/play/session/init",
-            ),
-        }
-    ),
+    components=Components(security_schemes=SECURITY_SCHEMES),  # api/openapi_guide.py
 )
 
 
@@ -99,11 +81,11 @@ async def start_request_path(platform: Platform) -> None:
         )
 
 
-def create_app(
-    platform: Platform, *, workers: bool | Iterable[str] = True, extra_routes: list | None = None
+def build_app(
+    platform: Platform, runtime: Services, *, extra_routes: list | None = None
 ) -> Litestar:
-    """The app over ``platform``; ``workers`` runs projections and the reconciler in-process."""
-    runtime = Runtime(platform, workers=workers)
+    """The Litestar app over ``platform``, served by ``runtime`` (started and stopped with
+    the app); ``entrypoints/app.py`` composes the two."""
 
     async def request_path() -> None:
         await start_request_path(platform)

@@ -71,7 +71,7 @@ async def s2s_guard(connection: ASGIConnection, route_handler: BaseRouteHandler)
         int(platform.clock.now()),
     )
     if isinstance(outcome, AuthFailure):
-        raise PlatformError(outcome.value, 401, _MESSAGES[outcome])
+        raise PlatformError(outcome.value, _MESSAGES[outcome])
     connection.state.operator_id = outcome.operator_id
     connection.state.key_id = outcome.key_id
     limits = platform.directory.operators[outcome.operator_id].config.limits

@@ -7,7 +7,7 @@ documented extras, e.g. a voided round). Nothing reaches the client as a stack t
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import MediaType, Request, Response
@@ -18,9 +18,11 @@ from litestar.exceptions import (
     ValidationException,
 )
 from litestar.openapi import ResponseSpec
+from msgspec import Meta
 
+from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
-from application.errors import PlatformError, outcome_unknown
+from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.sql import StoreUnavailable
 from application.store_calls import StoreOutcomeUnknown
 
@@ -28,16 +30,33 @@ log = logging.getLogger("upgrader.api")
 
 
 class ErrorDetail(msgspec.Struct, frozen=True):
-    code: str
-    message: str
+    """What was refused and why."""
+
+    code: Annotated[
+        str, Meta(description="the error code: what to do depends on it (see each status)")
+    ]
+    message: Annotated[str, Meta(description="words for a person; may change, do not parse")]
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
     """The error body of every refusal; some codes add fields (see interface 2.8)."""
 
     error: ErrorDetail
+    round: Annotated[
+        RoundWire | None,
+        Meta(description="on a refused debit only: the voided round {publicId, status}"),
+    ] = None
+    balance_after_minor: Annotated[
+        int | None,
+        Meta(
+            description="on a wallet's refusal of a debit or a cash-back only: the balance "
+            "the wallet reported (or read with wallet.balance), null when unknown"
+        ),
+    ] = None
 
 
+# What Litestar documents on every route; ``api.openapi_doc`` replaces it in the document by
+# each operation's own statuses and codes (``api.openapi_guide``).
 ERROR_RESPONSES = {
     status: ResponseSpec(data_container=ErrorBody, description=description)
     for status, description in {
@@ -60,6 +79,68 @@ ERROR_RESPONSES = {
 }
 
 
+# The HTTP status of every error code (interface 2.8): the one place it is chosen. The
+# application raises ``PlatformError(code, message)``; a wallet's own refusal code that is
+# not one of these is echoed with the status its refusal carries (decisions §4: 422).
+STATUS_OF_CODE: dict[str, int] = {
+    "BAD_REQUEST": 400,
+    "MISSING_HEADERS": 401,
+    "INVALID_SIGNATURE": 401,
+    "TIMESTAMP_SKEW": 401,
+    "SESSION_INVALID": 401,
+    "LAUNCH_TOKEN_INVALID": 401,
+    "GAME_DISABLED": 403,
+    "UPGRADER_MODE_DISABLED": 403,
+    "CATALOG_ACCESS_DENIED": 403,
+    "PLAYER_BLOCKED": 403,
+    "NOT_FOUND": 404,
+    "BOX_NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "IDEMPOTENCY_CONFLICT": 409,
+    "ACTION_IN_PROGRESS": 409,
+    "SHIPMENT_ALREADY_DISPATCHED": 409,
+    "PAYLOAD_TOO_LARGE": 413,
+    "VALIDATION_ERROR": 422,
+    "UNSUPPORTED_CURRENCY": 422,
+    "LAUNCH_TARGET_INVALID": 422,
+    "UPGRADER_CHANCE_INVALID": 422,
+    "UPGRADER_WAGER_OUT_OF_RANGE": 422,
+    "UPGRADER_PRIZE_OUT_OF_RANGE": 422,
+    "UPGRADER_ITEM_NOT_OWNED": 422,
+    "ITEM_NOT_AVAILABLE": 422,
+    "ITEM_NOT_CASHABLE": 422,
+    "ITEM_NOT_SHIPPABLE": 422,
+    "INSUFFICIENT_FUNDS": 422,
+    "WALLET_REFUSED": 422,
+    "RATE_LIMITED": 429,
+    "INTERNAL_ERROR": 500,
+    "SERVICE_UNAVAILABLE": 503,
+    "WALLET_UNAVAILABLE": 503,
+    "OUTCOME_UNKNOWN": 503,
+    "OVERLOADED": 503,
+}
+
+
+# A wallet's own refusal code, echoed (decisions §4): 403 for a blocked player, else 422,
+# whatever the code (it may spell one of ours).
+WALLET_REFUSAL_STATUS = {"PLAYER_BLOCKED": 403}
+
+
+def status_of(exc: PlatformError) -> int:
+    """The status of an application error: its code's (a wallet's refusal: the wallet
+    rule's), or the one an unconverted call site still gives (application/errors.py)."""
+    if exc.legacy_status is not None:
+        return exc.legacy_status
+    if isinstance(exc, WalletRefusal):
+        return WALLET_REFUSAL_STATUS.get(exc.code, 422)
+    return STATUS_OF_CODE[exc.code]
+
+
+def answer(code: str, message: str, **extra: Any) -> Response:
+    """The error body of ``code`` with the status of the code."""
+    return error_response(code, STATUS_OF_CODE[code], message, **extra)
+
+
 def error_response(code: str, status: int, message: str, **extra: Any) -> Response:
     content = {"error": {"code": code, "message": message}, **extra}
     return Response(content=content, status_code=status, media_type=MediaType.JSON)
@@ -68,7 +149,7 @@ def error_response(code: str, status: int, message: str, **extra: Any) -> Respon
 def platform_error(_: Request, exc: PlatformError) -> Response:
     extra = dict(exc.extra)
     retry_after = extra.pop("retry_after", None)
-    response = error_response(exc.code, exc.status, exc.message, **extra)
+    response = error_response(exc.code, status_of(exc), exc.message, **extra)
     if retry_after is not None:
         response.headers["Retry-After"] = str(retry_after)
     return response
@@ -94,20 +175,20 @@ def validation_failed(request: Request, exc: ValidationException) -> Response:
             parts.append(f"{_wire_name(request, key)}: {message}" if key else message)
     if not parts and exc.detail and exc.detail.startswith("Missing required"):
         parts.append(exc.detail.split(" for path ", 1)[0])
-    return error_response("VALIDATION_ERROR", 422, "; ".join(parts) or "malformed request")
+    return answer("VALIDATION_ERROR", "; ".join(parts) or "malformed request")
 
 
 def http_error(_: Request, exc: HTTPException) -> Response:
     if isinstance(exc, NotFoundException):
-        return error_response("NOT_FOUND", 404, "no such route or resource")
+        return answer("NOT_FOUND", "no such route or resource")
     if isinstance(exc, MethodNotAllowedException):
-        response = error_response("METHOD_NOT_ALLOWED", 405, "method not allowed on this route")
+        response = answer("METHOD_NOT_ALLOWED", "method not allowed on this route")
         response.headers.update(exc.headers or {})  # Allow: the route's methods
         return response
     if exc.status_code == 413:
-        return error_response("PAYLOAD_TOO_LARGE", 413, "request body too large")
+        return answer("PAYLOAD_TOO_LARGE", "request body too large")
     if exc.status_code == 400:
-        return error_response("VALIDATION_ERROR", 422, f"malformed request: {exc.detail}")
+        return answer("VALIDATION_ERROR", f"malformed request: {exc.detail}")
     if exc.status_code >= 500:
         return internal_error(_, exc)
     return error_response("REQUEST_REFUSED", exc.status_code, str(exc.detail))
@@ -116,29 +197,27 @@ def http_error(_: Request, exc: HTTPException) -> Response:
 def client_vanished(request: Request, exc: ClientVanished) -> Response:
     """Not an error of ours: the client is gone, nothing ran, and nobody reads this."""
     log.debug("client vanished before sending its whole body (%s)", request.url.path)
-    return error_response(
-        "BAD_REQUEST", 400, "the client closed the connection before sending the whole body"
-    )
+    return answer("BAD_REQUEST", "the client closed the connection before sending the whole body")
 
 
 def store_unavailable(_: Request, exc: StoreUnavailable) -> Response:
     cause = exc.__cause__
     log.warning("store unavailable: %s", type(cause).__name__ if cause else exc)
-    return error_response("SERVICE_UNAVAILABLE", 503, "the platform's store is unavailable")
+    return answer("SERVICE_UNAVAILABLE", "the platform's store is unavailable")
 
 
 def store_outcome_unknown(_: Request, exc: StoreOutcomeUnknown) -> Response:
     """A write abandoned at its deadline after it began (the actions name theirs)."""
     log.warning("store call abandoned after it began: %s", exc)
     error = outcome_unknown("the action may have been recorded")
-    return error_response(error.code, error.status, error.message)
+    return answer(error.code, error.message)
 
 
 def internal_error(request: Request, exc: Exception) -> Response:
     log.error(
         "unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
     )
-    return error_response("INTERNAL_ERROR", 500, "internal error")
+    return answer("INTERNAL_ERROR", "internal error")
 
 
 def store_operational(request: Request, exc: Exception) -> Response:

@@ -1,4 +1,8 @@
-"""Wire structs of the foundation routes: camelCase, frozen, unknown fields refused."""
+"""Wire structs of the foundation routes: camelCase, frozen, unknown fields refused.
+
+Every struct's docstring and every field's ``Meta(description=...)`` is what the OpenAPI
+document says about it (``api.openapi_doc``; ``tests/integration/test_openapi_guide.py``
+refuses a field without words)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,23 @@ from msgspec import Meta
 
 from domain.upgrader_rules import SelectorConfig
 
-PlayerId = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+PlayerId = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[\x21-\x7e]+$",
+        description="the operator's own id of the player (printable ASCII, no spaces)",
+    ),
+]
+
+
+def words(text: str) -> Meta:
+    """A field's description in the OpenAPI document."""
+    return Meta(description=text)
+
+
+CurrencyOut = Annotated[str, words("ISO 4217 code of the currency the amounts are in")]
 
 
 class Wire(msgspec.Struct, rename="camel", frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -17,48 +37,71 @@ class Wire(msgspec.Struct, rename="camel", frozen=True, forbid_unknown_fields=Tr
 
 
 class Health(Wire):
-    status: str
-    time: str
+    """The platform answers and its store is reachable."""
+
+    status: Annotated[str, words('always "ok" (any failure is an error answer instead)')]
+    time: Annotated[str, words("the platform's clock now, UTC ISO 8601")]
 
 
 class LaunchRequest(Wire):
+    """A launch of the Upgrader for one of your players (interface 4.1)."""
+
     player_external_id: PlayerId
-    game_key: Annotated[str, Meta(min_length=1, max_length=64)]
-    target: dict[str, Any]
+    game_key: Annotated[str, Meta(min_length=1, max_length=64, description='the game: "upgrader"')]
+    target: Annotated[
+        dict[str, Any],
+        words("what to open in the game: an empty object for the Upgrader (a boxId is refused)"),
+    ]
 
 
 class LaunchAnswer(Wire):
-    launch_token: str
-    expires_at: str
-    launch_url: str
+    """A one-time launch token and the URL of the game page carrying it."""
+
+    launch_token: Annotated[
+        str, words("signed, single-use token; the game page redeems it at session/init")
+    ]
+    expires_at: Annotated[str, words("when the token stops being accepted (UTC ISO 8601)")]
+    launch_url: Annotated[
+        str, words("the game page with the token, to open in the player's browser or iframe")
+    ]
 
 
 class SessionInitRequest(Wire):
-    launch_token: Annotated[str, Meta(min_length=1, max_length=4096)]
+    """Redeems a launch token (once) for a player session."""
+
+    launch_token: Annotated[
+        str, Meta(min_length=1, max_length=4096, description="launchToken from /api/s2s/launches")
+    ]
 
 
 class Modes(Wire):
-    balance: bool
-    items: bool
+    """Which Upgrader modes the operator offers."""
+
+    balance: Annotated[bool, words("wagers from the casino balance (upgrader/play)")]
+    items: Annotated[bool, words("won items as the stake (upgrader/play-with-items)")]
 
 
 class UpgraderConfigWire(Wire):
-    """Interface 2.6."""
+    """The Upgrader's selector settings for this operator (interface 2.6)."""
 
-    house_edge_bps: int
-    chance_presets_bps: list[int]
+    house_edge_bps: Annotated[int, words("the fee taken from the wager, in basis points")]
+    chance_presets_bps: Annotated[
+        list[int], words("the chances a player may pick, in basis points, ascending")
+    ]
     default_chance_bps: Annotated[
         int,
-        Meta(
-            description="pre-selected chance, one of chancePresetsBps; 0 when available is "
+        words(
+            "pre-selected chance, one of chancePresetsBps; 0 when available is "
             "false (no chance can be offered, chancePresetsBps is empty)"
         ),
     ]
-    max_chance_bps: int
-    available: bool
-    min_wager_minor: int
-    max_wager_minor: int
-    currency: str
+    max_chance_bps: Annotated[int, words("no chance above this is accepted, in basis points")]
+    available: Annotated[
+        bool, words("false when no chance can be offered (the game cannot be played)")
+    ]
+    min_wager_minor: Annotated[int, words("the smallest wager, in minor units of currency")]
+    max_wager_minor: Annotated[int, words("the largest wager, in minor units of currency")]
+    currency: Annotated[str, words("ISO 4217 code of minWagerMinor and maxWagerMinor")]
     modes: Modes
 
     @classmethod
@@ -77,35 +120,45 @@ class UpgraderConfigWire(Wire):
 
 
 class GameInfo(Wire):
-    key: str
+    """The game the session opens."""
+
+    key: Annotated[str, words('the game: "upgrader"')]
     config: UpgraderConfigWire
 
 
 class PlayerInfo(Wire):
-    operator_id: str
-    player_external_id: str
+    """Whose session this is."""
+
+    operator_id: Annotated[str, words("the operator's id on the platform")]
+    player_external_id: Annotated[str, words("the operator's own id of the player")]
 
 
 class BalanceAnswer(Wire):
     """The player's casino balance as the operator's wallet reports it (``wallet.balance``)."""
 
-    balance_minor: int
-    currency: str
+    balance_minor: Annotated[int, words("the balance in minor units of currency")]
+    currency: CurrencyOut
 
 
 class SessionInitAnswer(Wire):
-    session_token: str
-    idle_expiry_seconds: int
+    """A player session: the bearer token of the player API and what the game shows first."""
+
+    session_token: Annotated[str, words("bearer token for /api/play/* (Authorization: Bearer ...)")]
+    idle_expiry_seconds: Annotated[
+        int, words("the session ends after this many seconds without a request")
+    ]
     player: PlayerInfo
     game: GameInfo
     balance: Annotated[
         BalanceAnswer | None,
-        Meta(
-            description="the balance in the operator's base currency, when the wallet "
+        words(
+            "the balance in the operator's base currency, when the wallet "
             "answers wallet.balance within 1 s; null otherwise (the session starts anyway)"
         ),
     ]
 
 
 class LogoutAnswer(Wire):
-    status: str
+    """The session is ended; its token is refused from now on."""
+
+    status: Annotated[str, words('always "logged_out"')]

@@ -22,14 +22,12 @@ def fingerprint(*parts: Any) -> str:
 
 def idempotency_conflict() -> PlatformError:
     return PlatformError(
-        "IDEMPOTENCY_CONFLICT", 409, "this clientActionId was used with a different body"
+        "IDEMPOTENCY_CONFLICT", "this clientActionId was used with a different body"
     )
 
 
 def action_in_progress() -> PlatformError:
-    return PlatformError(
-        "ACTION_IN_PROGRESS", 409, "this clientActionId is being played; retry shortly"
-    )
+    return PlatformError("ACTION_IN_PROGRESS", "this clientActionId is being played; retry shortly")
 
 
 class ActionLocks:

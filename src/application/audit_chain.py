@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from projections.hash_chain import GENESIS, has_chain
+from eventsourcing.application import Application
 
-# the fixed part of a link's input, as projections/hash_chain.py defines it:
+from domain.hash_chain import GENESIS, notification_link, utc_day
+
+# the fixed part of a link's input, as domain/hash_chain.py defines it:
 # position, originator id (16 bytes), version, len(topic)
 _pack = struct.Struct(">q16sqI").pack
 _sha256 = hashlib.sha256
@@ -212,3 +214,38 @@ class ChainVerifier:
 
 def _hex(originator: Any) -> str:
     return originator.hex if isinstance(originator, UUID) else str(originator)
+
+
+def chain_head_of_day(events: Application, day: str) -> dict[str, Any] | None:
+    """Recompute the chain from the log: the last link of the UTC ``day`` (or None)."""
+    recorder = events.recorder
+    previous = GENESIS
+    found: dict[str, Any] | None = None
+    position = 0
+    while True:
+        batch = recorder.select_notifications(position + 1, 1000)
+        if not batch:
+            return found
+        for notification in batch:
+            previous = notification_link(previous, notification)
+            event = events.mapper.to_domain_event(notification)
+            if utc_day(event.timestamp) == day:
+                found = {
+                    "day": day,
+                    "position": notification.id,
+                    "link": previous.hex(),
+                    "events": (found or {}).get("events", 0) + 1,
+                }
+        position = batch[-1].id
+
+
+def has_chain(db: Any) -> bool:
+    """Whether the ``event_chain`` table exists (the projection has run at least once)."""
+    with db.transaction() as cur:
+        if db.dialect == "sqlite":
+            cur.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_chain'"
+            )
+            return cur.fetchone()[0] > 0
+        cur.execute("SELECT to_regclass('event_chain') IS NOT NULL")
+        return bool(cur.fetchone()[0])

@@ -23,9 +23,7 @@ SESSION_INIT_BALANCE_SECONDS = 1.0
 
 
 def balance_unavailable() -> PlatformError:
-    return PlatformError(
-        "WALLET_UNAVAILABLE", 503, "the wallet did not answer the balance read; retry"
-    )
+    return PlatformError("WALLET_UNAVAILABLE", "the wallet did not answer the balance read; retry")
 
 
 async def read_player_balance(

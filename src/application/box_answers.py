@@ -18,7 +18,9 @@ Everything here is in memory (the configuration loaded at start-up).
 
 from __future__ import annotations
 
-from msgspec import Struct
+from typing import Annotated
+
+from msgspec import Meta, Struct
 
 from application.box_config import MAX_ID
 from application.directory import Directory, Operator
@@ -34,43 +36,60 @@ class _Answer(Struct, rename="camel", frozen=True, kw_only=True):
     pass
 
 
+def _words(text: str) -> Meta:
+    """A field's description in the OpenAPI document."""
+    return Meta(description=text)
+
+
 class BoxItemAnswer(_Answer):
-    item_id: int
-    name: str
-    value_minor: int
-    image_url: str | None
-    weight: int
-    ticket_from: int
-    ticket_to: int
-    probability_bps: int
+    """One line of a box's odds table: an item and its tickets."""
+
+    item_id: Annotated[int, _words("catalogue item id")]
+    name: Annotated[str, _words("the item's name in the requested locale")]
+    value_minor: Annotated[int, _words("the item's value in `currency`")]
+    image_url: Annotated[str | None, _words("the item's picture, or null")]
+    weight: Annotated[int, _words("the item's number of tickets")]
+    ticket_from: Annotated[int, _words("its first ticket (inclusive)")]
+    ticket_to: Annotated[int, _words("its last ticket (inclusive)")]
+    probability_bps: Annotated[int, _words("weight / totalTickets, in basis points")]
 
 
 class BoxAnswer(_Answer):
-    box_id: int
-    box_version_id: int
-    name: str
-    image_url: str | None
-    price_minor: int
-    currency: str
-    odds_hash: str
-    total_tickets: int
-    rtp_bps: int
-    available: bool
-    offered: bool
-    items: list[BoxItemAnswer]
+    """A box version and its committed odds table (decisions §10)."""
+
+    box_id: Annotated[int, _words("the box's id")]
+    box_version_id: Annotated[int, _words("the version's id (a version never changes)")]
+    name: Annotated[str, _words("the box's name in the requested locale")]
+    image_url: Annotated[str | None, _words("the box's picture, or null")]
+    price_minor: Annotated[int, _words("the price of one box, in `currency`")]
+    currency: Annotated[str, _words("ISO 4217 code of the amounts")]
+    odds_hash: Annotated[
+        str, _words("SHA-256 (hex) of the version's odds JSON, the commitment draws use")
+    ]
+    total_tickets: Annotated[int, _words("the sum of the items' weights")]
+    rtp_bps: Annotated[
+        int, _words("return to player: the items' cash-back value per ticket over the price")
+    ]
+    available: Annotated[
+        bool, _words("false when an item of it is no longer active or fulfillable")
+    ]
+    offered: Annotated[bool, _words("whether an open would take this version now")]
+    items: Annotated[list[BoxItemAnswer], _words("the odds table, in table order")]
 
 
 class BoxesAnswer(_Answer):
-    boxes: list[BoxAnswer]
+    """Each box's offered version."""
+
+    boxes: Annotated[list[BoxAnswer], _words("the boxes, by boxId")]
 
 
 def box_not_found(box_id: int, box_version_id: int | None = None) -> PlatformError:
     """404 BOX_NOT_FOUND naming the box (and version) asked for, when they are ids at all."""
     asked = [box_id] if box_version_id is None else [box_id, box_version_id]
     if not all(0 <= n <= MAX_ID for n in asked):
-        return PlatformError("BOX_NOT_FOUND", 404, "no such box")
+        return PlatformError("BOX_NOT_FOUND", "no such box")
     which = f"box {box_id}" if box_version_id is None else f"box {box_id} version {box_version_id}"
-    return PlatformError("BOX_NOT_FOUND", 404, f"{which} not found")
+    return PlatformError("BOX_NOT_FOUND", f"{which} not found")
 
 
 def boxes_operator(directory: Directory, operator_id: str, for_player: bool) -> Operator:

@@ -7,7 +7,7 @@ holds the ticket. The table comes from the recorded box catalogue of a store
 (``BoxCatalogRecord``, the events start-up records: price, table and ``oddsHash`` of every
 version, inactive ones included); a bare space gives tickets only.
 
-Used by ``upgrader verify --box/--space`` (api/cli_verify_box.py). Reading the store is
+Used by ``upgrader verify --box/--space`` (entrypoints/cli_verify_box.py). Reading the store is
 the only I/O here; nothing is written.
 """
 

@@ -31,7 +31,7 @@ from application.action_locks import (
     fingerprint,
     idempotency_conflict,
 )
-from application.errors import PlatformError, outcome_unknown
+from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
 from application.round_view import wallet_refusal, wallet_unavailable
@@ -59,7 +59,7 @@ class CashoutCommand:
 
 def item_not_available(number: int) -> PlatformError:
     return PlatformError(
-        "ITEM_NOT_AVAILABLE", 422, f"inventory item {number} is not this player's or not unresolved"
+        "ITEM_NOT_AVAILABLE", f"inventory item {number} is not this player's or not unresolved"
     )
 
 
@@ -73,8 +73,8 @@ def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> 
 
 
 def refused_credit_error(wallet_code: str, balance_after_minor: int | None) -> PlatformError:
-    code, status, message = wallet_refusal(wallet_code, "credit")
-    return PlatformError(code, status, message, balanceAfterMinor=balance_after_minor)
+    code, _, message = wallet_refusal(wallet_code, "credit")
+    return WalletRefusal(code, message, balanceAfterMinor=balance_after_minor)
 
 
 def _save_with_items(platform: Platform, cid: UUID, move: Any) -> bool:
@@ -265,7 +265,6 @@ class Cashouts:
             if not entry.cashable:
                 raise PlatformError(
                     "ITEM_NOT_CASHABLE",
-                    422,
                     f"inventory item {entry.item.grant['inventory_item_id']} has no cash-back",
                 )
         public_id = cashout_public_id(cid)

@@ -29,7 +29,6 @@ class Operator:
         if currency is None:
             raise PlatformError(
                 "UNSUPPORTED_CURRENCY",
-                422,
                 f"currency {code!r} is not configured for this operator",
             )
         return currency

@@ -1,6 +1,8 @@
-"""Refusals the application answers with: a documented code, an HTTP status and words.
+"""Refusals the application answers with: a documented code, words and the documented
+extras.
 
-The API layer maps these to the interface's error body (interface 2.8); nothing else
+The API layer maps these to the interface's error body (interface 2.8) and chooses the
+HTTP status by the code, in one table (``api/errors.py`` ``STATUS_OF_CODE``); nothing else
 turns into a response, so every refusal is named here or in the code that raises it.
 """
 
@@ -10,38 +12,55 @@ from typing import Any
 
 
 class PlatformError(Exception):
-    def __init__(self, code: str, status: int, message: str, **extra: Any) -> None:
+    """``PlatformError(code, message, **extra)``.
+
+    The older form ``PlatformError(code, status, message, **extra)`` is still accepted, and
+    its status kept (``legacy_status``), for the call sites not converted yet (the round,
+    items, settlement and Upgrader-check modules, being reshaped in parallel; there a
+    refused debit still carries the status of ``round_view.wallet_refusal``, where a
+    cash-back's refused credit is a ``WalletRefusal``); tests/unit/test_error_statuses.py
+    checks that every literal status given so agrees with the API's table.
+    """
+
+    def __init__(self, code: str, message: str | int, *older: str, **extra: Any) -> None:
+        legacy_status: int | None = None
+        if older:  # the older form: (code, status, message)
+            legacy_status, message = int(message), older[0]
         super().__init__(message)
         self.code = code
-        self.status = status
-        self.message = message
+        self.message = str(message)
+        self.legacy_status = legacy_status
         self.extra = extra
 
 
+class WalletRefusal(PlatformError):
+    """A wallet's refusal with its own error code echoed (decisions §4): its status is that
+    of a wallet refusal (``api/errors.py`` ``WALLET_REFUSAL_STATUS``), whatever the code."""
+
+
 def validation_error(message: str) -> PlatformError:
-    return PlatformError("VALIDATION_ERROR", 422, message)
+    return PlatformError("VALIDATION_ERROR", message)
 
 
 def not_found(what: str) -> PlatformError:
-    return PlatformError("NOT_FOUND", 404, f"{what} not found")
+    return PlatformError("NOT_FOUND", f"{what} not found")
 
 
 def game_disabled(game_key: str = "upgrader") -> PlatformError:
-    """403 GAME_DISABLED (decisions §7: an unknown or disabled game), naming the game."""
+    """GAME_DISABLED (decisions §7: an unknown or disabled game), naming the game."""
     if game_key == "upgrader":
-        return PlatformError("GAME_DISABLED", 403, "the Upgrader is not enabled for this operator")
+        return PlatformError("GAME_DISABLED", "the Upgrader is not enabled for this operator")
     return PlatformError(
         "GAME_DISABLED",
-        403,
         f"the game {game_key[:64]!r} is unknown or not enabled for this operator",
     )
 
 
 def outcome_unknown(what: str) -> PlatformError:
-    """503 OUTCOME_UNKNOWN: something may have happened (``what``), and a retry of the same
-    action (same clientActionId, same body) answers what did (README, "What a 503 means")."""
+    """OUTCOME_UNKNOWN (503): something may have happened (``what``), and a retry of the
+    same action (same clientActionId, same body) answers what did (README, "What a 503
+    means")."""
     return PlatformError(
         "OUTCOME_UNKNOWN",
-        503,
         f"{what}; the outcome is not known yet: retry with the same clientActionId to learn it",
     )

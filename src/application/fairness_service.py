@@ -79,7 +79,7 @@ class FairnessService:
             )
             row = cur.fetchone()
         if row is None:
-            raise PlatformError("SERVICE_UNAVAILABLE", 503, "seed vault entry is missing")
+            raise PlatformError("SERVICE_UNAVAILABLE", "seed vault entry is missing")
         self._remember(server_seed_hash, row[0])
         return row[0]
 
@@ -106,7 +106,7 @@ class FairnessService:
                 return fairness
             except IntegrityError:
                 continue
-        raise PlatformError("SERVICE_UNAVAILABLE", 503, "fairness state is contended; retry")
+        raise PlatformError("SERVICE_UNAVAILABLE", "fairness state is contended; retry")
 
     def read(self, operator_id: str, player: str) -> dict[str, Any]:
         fairness = self._saved(operator_id, player)
@@ -151,7 +151,7 @@ class FairnessService:
             if action_key is not None:
                 return rotation_answer(fairness, action_key)
             return {"previous": previous_wire(revealed), "active": active_wire(fairness)}
-        raise PlatformError("SERVICE_UNAVAILABLE", 503, "fairness state is contended; retry")
+        raise PlatformError("SERVICE_UNAVAILABLE", "fairness state is contended; retry")
 
 
 def previous_wire(revealed: dict[str, Any]) -> dict[str, Any]:

@@ -86,7 +86,6 @@ _SWEEP_ASYNC = "DELETE FROM rate_counters WHERE window_start < $1::bigint"
 def rate_limited(retry_after: int, what: str) -> PlatformError:
     return PlatformError(
         "RATE_LIMITED",
-        429,
         f"too many {what}; retry after {retry_after} s",
         retry_after=retry_after,
     )

@@ -62,11 +62,11 @@ def _unb64(text: str) -> bytes:
 
 
 def launch_token_invalid() -> PlatformError:
-    return PlatformError("LAUNCH_TOKEN_INVALID", 401, "launch token is invalid, expired or used")
+    return PlatformError("LAUNCH_TOKEN_INVALID", "launch token is invalid, expired or used")
 
 
 def session_invalid() -> PlatformError:
-    return PlatformError("SESSION_INVALID", 401, "session token is missing, expired or revoked")
+    return PlatformError("SESSION_INVALID", "session token is missing, expired or revoked")
 
 
 class Sessions:

@@ -107,7 +107,6 @@ def _new_request(
         if listed is None or not listed.fulfillable:
             raise PlatformError(
                 "ITEM_NOT_SHIPPABLE",
-                422,
                 f"inventory item {item.grant['inventory_item_id']} cannot be shipped",
             )
     public_id = f"s_{sid.hex}"
@@ -147,7 +146,7 @@ def mark_shipped(platform: Platform, shipment_public_id: str) -> list[int]:
         shipment.dispatch(now)
     except CashoutStateError:
         raise PlatformError(
-            "SHIPMENT_ALREADY_DISPATCHED", 409, "this shipment was already marked shipped"
+            "SHIPMENT_ALREADY_DISPATCHED", "this shipment was already marked shipped"
         ) from None
     for item in items:
         item.mark_shipped(now)

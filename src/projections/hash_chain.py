@@ -1,15 +1,7 @@
 """Tamper evidence: a hash chain over the whole event log, kept by a projection.
 
-Each stored event (notification) ``n`` gets a link::
-
-    link(n) = sha256( link(previous) || id || originator_id || version || len(topic) || topic
-                      || state )
-
-with ``link(previous)`` the 32 raw bytes of the previous link (32 zero bytes before the
-first event), ``id`` the notification id and ``version`` the originator version as 8-byte
-big-endian signed integers, ``originator_id`` the 16 bytes of the aggregate's UUID,
-``len(topic)`` a 4-byte big-endian length, ``topic`` UTF-8 and ``state`` the event's stored
-bytes exactly as the store holds them. The link is kept as lowercase hex.
+Each stored event (notification) gets a link, kept as lowercase hex; the link rule
+(``chain_link``, the genesis link, the UTC day) is in ``domain/hash_chain.py``.
 
 ``event_chain`` has one row per chained event (position = notification id);
 ``chain_heads`` has, per UTC day of the events' own timestamps, the last link of that day
@@ -26,50 +18,12 @@ passed. The daily heads an operator stored outside the platform still catch a re
 from __future__ import annotations
 
 import bisect
-import hashlib
-import struct
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from application.audit_chain import has_chain
 from application.sql import execute_in_order
-
-GENESIS = bytes(32)
-_FIXED = struct.Struct(">q16sqI")
-
-
-def chain_link(
-    previous: bytes, position: int, originator_id: UUID, version: int, topic: str, state: bytes
-) -> bytes:
-    """The 32-byte link of one stored event after ``previous``."""
-    topic_bytes = topic.encode("utf-8")
-    digest = hashlib.sha256(previous)
-    digest.update(_FIXED.pack(position, originator_id.bytes, version, len(topic_bytes)))
-    digest.update(topic_bytes)
-    digest.update(bytes(state))
-    return digest.digest()
-
-
-def notification_link(previous: bytes, notification: Any) -> bytes:
-    originator = notification.originator_id
-    if not isinstance(originator, UUID):
-        originator = UUID(str(originator))
-    return chain_link(
-        previous,
-        notification.id,
-        originator,
-        notification.originator_version,
-        notification.topic,
-        notification.state,
-    )
-
-
-def utc_day(moment: datetime | float) -> str:
-    if isinstance(moment, datetime):
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).strftime("%Y-%m-%d")
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d")
+from domain.hash_chain import GENESIS, notification_link, utc_day
 
 
 class _EveryTopic(frozenset):
@@ -237,18 +191,6 @@ def last_link(cur: Any) -> tuple[int, bytes]:
     if row is None:
         return 0, GENESIS
     return int(row[0]), bytes.fromhex(row[1])
-
-
-def has_chain(db: Any) -> bool:
-    """Whether the ``event_chain`` table exists (the projection has run at least once)."""
-    with db.transaction() as cur:
-        if db.dialect == "sqlite":
-            cur.execute(
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'event_chain'"
-            )
-            return cur.fetchone()[0] > 0
-        cur.execute("SELECT to_regclass('event_chain') IS NOT NULL")
-        return bool(cur.fetchone()[0])
 
 
 def stored_head(db: Any, day: str) -> tuple[int, str, int] | None:

@@ -150,7 +150,7 @@ def test_the_api_processes_yield_the_cpu_to_the_background_worker(
 
         wait_until(started, 30, what="both API processes started")
         children = {pid: _cmdline(pid) for pid in _children(parent)}
-        workers = [pid for pid, cmd in children.items() if "api.cli worker all" in cmd]
+        workers = [pid for pid, cmd in children.items() if "entrypoints.cli worker all" in cmd]
         apis = [pid for pid, cmd in children.items() if "spawn_main" in cmd]
         assert len(workers) == 1, children
         assert len(apis) == 2, children

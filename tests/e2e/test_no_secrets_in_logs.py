@@ -1,6 +1,6 @@
 """No secret and no session token ever leaves the platform (issue 9, part 6).
 
-A real ``python -m api.cli serve --config FILE`` process (its stdout and stderr captured to
+A real ``python -m entrypoints.cli serve --config FILE`` process (its stdout and stderr captured to
 a file, at the service's own INFO level), with a configuration written here whose every
 secret is a long random string: two operators, an active and a revoked key each side,
 their outbound secrets. The reference wallet and webhook receiver run on loopback.

@@ -1,6 +1,6 @@
 """A server killed with SIGKILL mid-debit rolls the debit back after a restart (decisions §4).
 
-Real processes end to end: ``python -m api.cli serve --config FILE`` as a child process
+Real processes end to end: ``python -m entrypoints.cli serve --config FILE`` as a child process
 group, the reference operator wallet on loopback (with its fault injection), signed S2S
 calls over real HTTP, SQLite and PostgreSQL stores. The play saves ``Opened`` +
 ``DebitAttempted`` before the wallet hears of the debit, so after a crash the restarted

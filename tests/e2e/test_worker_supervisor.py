@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from api.cli_serve import WorkerSupervisor
+from entrypoints.cli_serve import WorkerSupervisor
 from tests.support.waiting import wait_until
 
 

@@ -273,9 +273,9 @@ class FaultStack:
     @property
     def checker(self) -> Any:
         if self._checker is None:
-            from api.runtime import Runtime
-            from application.config import load_config
+            from application.config_load import load_config
             from application.platform import Platform
+            from entrypoints.runtime import Runtime
 
             # The test's own view is small: its event store pool is 1 (+1) connections
             # (eventsourcing reads UPGRADER_POSTGRES_* before POSTGRES_*), not 8.
@@ -291,7 +291,7 @@ class FaultStack:
             self._checker = None
 
     def pending_wallet_operations(self) -> list[list[Any]]:
-        from api.cli_ops import pending_wallet_operations
+        from entrypoints.cli_ops import pending_wallet_operations
 
         return pending_wallet_operations(self.checker)
 

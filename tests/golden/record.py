@@ -58,11 +58,11 @@ from typing import Any
 from eventsourcing import domain as es_domain
 from eventsourcing.utils import get_topic
 
-from api.app import create_app
 from application.clock import ManualClock
-from application.config import parse_config
+from application.config_load import parse_config
 from application.platform import Platform
 from application.shipping import mark_shipped
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.runner import tables_of
 from tests.golden import snapshot
@@ -132,7 +132,7 @@ def _with_url(raw: dict[str, Any], url: str) -> dict[str, Any]:
 
 def _expected(url: str, raw: dict[str, Any]) -> dict[str, Any]:
     """The projections caught up, then the tables, heads and audit of the store."""
-    from api.runtime import Runtime
+    from entrypoints.runtime import Runtime
 
     platform = Platform(parse_config(_with_url(raw, url), source="golden", env={}))
     try:

@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 
-from api.cli_ops import pending_wallet_operations
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.cashout import cashout_id
 from domain.ids import round_id
+from entrypoints.cli_ops import pending_wallet_operations
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.live import Api, LiveServer
 from tests.support.waiting import wait_until

@@ -131,7 +131,7 @@ def chain_heads(db: Any) -> dict[str, dict[str, Any]]:
 
 def run_cli(*argv: str) -> tuple[int, str]:
     """``upgrader ARGV`` in this process: its exit status and what it printed."""
-    from api.cli import main
+    from entrypoints.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import pytest
 
-from api.app import create_app
 from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.items import (
     PLAIN,

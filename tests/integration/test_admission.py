@@ -16,11 +16,11 @@ import httpx
 import psycopg
 import pytest
 
-from api.app import create_app
 from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.ids import round_id
+from entrypoints.app import create_app
 from tests.support.config import make_config, raw_config
 from tests.support.ledger import open_uncertain_attempts, settled_balance_bets
 from tests.support.live import LiveServer

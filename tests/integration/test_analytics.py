@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
-from api.cli import main
 from application.audit import open_store
-from projections.analytics import PUBLIC_TABLES, Analytics, report_rows
+from entrypoints.cli import main
+from projections.analytics import Analytics
+from projections.analytics_report import report_rows
+from projections.analytics_tables import PUBLIC_TABLES
 from projections.runner import ProjectionRunner, rebuild
 from tests.integration.test_audit import Played
 from tests.integration.test_audit import played as played

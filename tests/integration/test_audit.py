@@ -25,11 +25,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from api.app import create_app
-from api.cli import main
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.ids import round_id
+from entrypoints.app import create_app
+from entrypoints.cli import main
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.analytics import Analytics
 from projections.hash_chain import HashChain

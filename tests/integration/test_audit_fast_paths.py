@@ -26,8 +26,9 @@ from application.audit import Auditor
 from application.audit_chain import ChainVerifier
 from application.audit_decode import EventDecoder
 from application.platform import EventStore, Platform
+from domain.hash_chain import GENESIS, notification_link
 from ops.bench.replay import generate
-from projections.hash_chain import GENESIS, HashChain, notification_link
+from projections.hash_chain import HashChain
 from projections.runner import ProjectionRunner
 from tests.conftest import fresh_postgres_url
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from application.clock import ManualClock
-from application.config import ConfigError, load_config
+from application.config import ConfigError
+from application.config_load import load_config
 from application.platform import Platform
 from domain.box_history import BoxCatalogRecord
 from tests.support.config import make_config, raw_config
@@ -175,7 +176,7 @@ def test_upgrader_serve_exits_2_naming_the_key(database_url: str, tmp_path: Path
     changed.write_text(text.replace(old, new, 1), encoding="utf-8")
     assert load_config(changed, env={}).catalog.boxes[0].items[0].weight == entry.weight + 1
     result = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--config", str(changed)],
+        [sys.executable, "-m", "entrypoints.cli", "serve", "--config", str(changed)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from api import cli
-from api.cli_ops import pending_wallet_operations
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints import cli
+from entrypoints.cli_ops import pending_wallet_operations
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.ledger import open_uncertain_attempts
 from tests.support.live import Api, LiveServer, free_port
@@ -66,7 +66,7 @@ def test_an_unreachable_postgresql_is_one_line_and_exit_2() -> None:
     url = f"postgresql://postgres@127.0.0.1:{free_port()}/upgrader"
     for command in (["audit", "--database-url", url], ["report", "--database-url", url]):
         done = subprocess.run(
-            [sys.executable, "-m", "api.cli", *command],
+            [sys.executable, "-m", "entrypoints.cli", *command],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -97,7 +97,7 @@ def commands(
     platform: Platform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[None]:
     """The commands read the test platform's store, and print for an 80-column pipe."""
-    for where in ("application.config.load_config", "api.cli_ops.load_config"):
+    for where in ("application.config_load.load_config", "entrypoints.cli_ops.load_config"):
         monkeypatch.setattr(where, lambda path=None: platform.config)
     monkeypatch.setenv("COLUMNS", "80")
     yield

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from api.app import create_app
 from application.platform import Platform
+from entrypoints.app import create_app
 from tests.support.config import make_config
 from tests.support.live import LiveServer
 

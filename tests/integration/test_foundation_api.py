@@ -233,8 +233,8 @@ def test_openapi_documents_routes_security_and_error_body(api: Api) -> None:
 def test_the_game_page_may_be_framed_only_by_the_operators_origins(
     database_url, wallet, clock
 ) -> None:
-    from api.app import create_app
     from application.platform import Platform
+    from entrypoints.app import create_app
     from tests.support.config import make_config, raw_config
     from tests.support.live import LiveServer
 

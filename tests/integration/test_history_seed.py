@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from api.runtime import Runtime, all_projections
 from application.audit import audit
 from application.platform import Platform
 from domain.inventory import InventoryItem
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
+from entrypoints.runtime import Runtime, all_projections
 from ops.bench.history import seed_history
 from projections.runner import ProjectionRunner, rebuild, tables_of
 from tests.support.config import make_config

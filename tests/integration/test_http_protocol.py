@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from api.cli_serve import server_settings
 from api.http_protocol import FLUSH_BYTES, MAX_HEAD_BYTES, JoinedWritesProtocol
+from entrypoints.cli_serve import server_settings
 
 SMALL = b'{"ok":true}'
 CHUNK = bytes(range(256)) * 400  # 102,400 bytes, above FLUSH_BYTES

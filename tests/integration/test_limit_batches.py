@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
+from api.errors import status_of
 from application.clock import ManualClock
 from application.errors import PlatformError
 from application.rate_limits import SCHEMA, RateLimiter, _Singles
@@ -124,7 +125,7 @@ async def test_the_limit_holds_exactly_for_concurrent_requests(schema: str) -> N
     refused = [o for o in outcomes if isinstance(o, PlatformError)]
     assert outcomes.count(None) == 30
     assert len(refused) == 20
-    assert {(r.code, r.status, r.extra["retry_after"]) for r in refused} == {
+    assert {(r.code, status_of(r), r.extra["retry_after"]) for r in refused} == {
         ("RATE_LIMITED", 429, 1)
     }
     assert rows(schema) == {("key:k", WINDOW): 50}  # refused hits count too

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from tests.support.config import make_config, raw_config
 from tests.support.live import Api, LiveServer
 

@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.errors import PlatformError
 from application.platform import Platform
 from application.process_limits import ProcessLimiter
+from entrypoints.app import create_app
 from tests.support.config import make_config, raw_config
 from tests.support.live import LiveServer
 from tests.support.signing import signed_headers

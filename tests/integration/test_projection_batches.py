@@ -21,9 +21,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from api.runtime import Runtime
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.runtime import Runtime
 from ops.bench import projections as bench
 from projections.runner import ProjectionRunner, tables_of
 from projections.wakeup import NotifyListener

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from api.cli_ops import pending_wallet_operations
+from entrypoints.cli_ops import pending_wallet_operations
 from projections.runner import rebuild, status, tables_of
 from tests.support.live import Api
 from tests.support.waiting import wait_until
@@ -94,7 +94,7 @@ def test_projections_cli_reports_and_rebuilds(
     runtime.runner.catch_up()
     config = tmp_path / "config.toml"
     config.write_text(_config_toml(platform))
-    run = [sys.executable, "-m", "api.cli", "--config", str(config)]
+    run = [sys.executable, "-m", "entrypoints.cli", "--config", str(config)]
     out = subprocess.run(
         [*run, "projections", "status", "--json"],
         capture_output=True,

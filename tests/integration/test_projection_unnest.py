@@ -17,7 +17,7 @@ import pytest
 
 from application.database_url import ensure_schema, parse_database_url
 from application.sql import execute_in_order, open_database
-from projections import analytics, outbox, rounds, wallet_ops
+from projections import analytics_tables, outbox, rounds, wallet_ops
 from projections.runner import ensure_schema as ensure_tables
 
 pytestmark = pytest.mark.postgres
@@ -36,7 +36,7 @@ def db(postgres_url: str) -> Iterator[Any]:
             *rounds.RoundHistory.schema,
             *wallet_ops.WalletDebitAttempts.schema,
             *outbox.WebhookOutbox.schema,
-            *analytics.Analytics.schema,
+            *analytics_tables.SCHEMA,
         ],
     )
     yield database
@@ -194,7 +194,7 @@ def test_webhook_outbox_twice_the_same_key(db: Any) -> None:
 
 
 def _fact(round_id: str, position: int, settled_at: float | int) -> tuple[Any, ...]:
-    fact = dict.fromkeys(analytics.FACT_COLUMNS, 1)
+    fact = dict.fromkeys(analytics_tables.FACT_COLUMNS, 1)
     fact.update(
         round_id=round_id,
         public_id=f"p{round_id}",
@@ -210,7 +210,7 @@ def _fact(round_id: str, position: int, settled_at: float | int) -> tuple[Any, .
         settled_day="2027-01-15",
         position=position,
     )
-    return tuple(fact[c] for c in analytics.FACT_COLUMNS)
+    return tuple(fact[c] for c in analytics_tables.FACT_COLUMNS)
 
 
 def _flow(position: int, movement: str, amount: int | None, *rest: Any) -> tuple[Any, ...]:
@@ -226,42 +226,42 @@ def test_analytics_twice_the_same_key(db: Any) -> None:
         "analytics_item_flows",
         "analytics_daily",
     ]
-    sums = len(analytics.DAILY_SUMS)
+    sums = len(analytics_tables.DAILY_SUMS)
     day = ("op", "2027-01-15", "EUR", "balance", 5000)
     stored = [
-        (analytics._OPEN, ("r0", '{"stored":0}')),
-        (analytics._STAKE, (3, "pr-stored", 100, "EUR")),
-        (analytics._STAKE, (4, "pr-stored", 110, "EUR")),
-        (analytics._FACT, _fact("r9", 1, 2.0)),
-        (analytics._FLOW, _flow(1, "granted", 900, "EUR", None, 1.0, "2027-01-15")),
-        (analytics._DAILY, (*day, 2, *range(1, sums + 1))),
+        (analytics_tables._OPEN, ("r0", '{"stored":0}')),
+        (analytics_tables._STAKE, (3, "pr-stored", 100, "EUR")),
+        (analytics_tables._STAKE, (4, "pr-stored", 110, "EUR")),
+        (analytics_tables._FACT, _fact("r9", 1, 2.0)),
+        (analytics_tables._FLOW, _flow(1, "granted", 900, "EUR", None, 1.0, "2027-01-15")),
+        (analytics_tables._DAILY, (*day, 2, *range(1, sums + 1))),
     ]
     batch = [
-        (analytics._OPEN, ("r1", '{"a":1}')),
-        (analytics._STAKE, (1, "pr1", 200, "EUR")),
-        (analytics._STAKE, (2, "pr1", 210, "USD")),
-        (analytics._FACT, _fact("r1", 10, 11)),  # an int time beside floats
-        (analytics._CLOSE, ("r1",)),
-        (analytics._FACT, _fact("r1", 12, 13.5)),  # the same round again: nothing
-        (analytics._FACT, _fact("r9", 14, 15.5)),  # stored already: nothing
-        (analytics._UNSTAKE, (1,)),
-        (analytics._STAKE, (1, "pr2", 220, "GBP")),  # staked again after its delete
-        (analytics._STAKE, (2, "pr3", 230, "CHF")),  # staked twice: the last wins
-        (analytics._UNSTAKE, (3,)),  # a stored stake, consumed
-        (analytics._STAKE, (4, "pr4", 240, "EUR")),  # a stored stake, staked again
-        (analytics._OPEN, ("r2", '{"b":1}')),
-        (analytics._CLOSE, ("r2",)),
-        (analytics._OPEN, ("r2", '{"b":2}')),
-        (analytics._OPEN, ("r0", '{"not":0}')),  # stored already: nothing
-        (analytics._FLOW, _flow(20, "granted", None, "EUR", "ref", 21, "2027-01-15")),
-        (analytics._FLOW, _flow(20, "consumed", 5, "USD", "x", 22.5, "2027-01-16")),
-        (analytics._FLOW, _flow(1, "consumed", 6, None, None, 23.5, "2027-01-16")),
-        (analytics._DAILY, (*day, 2, *([10] * sums))),
-        (analytics._DAILY, (*day[:4], 2500, 2, *([20] * sums))),
-        (analytics._RATIOS, day),
-        (analytics._RATIOS, (*day[:4], 2500)),
+        (analytics_tables._OPEN, ("r1", '{"a":1}')),
+        (analytics_tables._STAKE, (1, "pr1", 200, "EUR")),
+        (analytics_tables._STAKE, (2, "pr1", 210, "USD")),
+        (analytics_tables._FACT, _fact("r1", 10, 11)),  # an int time beside floats
+        (analytics_tables._CLOSE, ("r1",)),
+        (analytics_tables._FACT, _fact("r1", 12, 13.5)),  # the same round again: nothing
+        (analytics_tables._FACT, _fact("r9", 14, 15.5)),  # stored already: nothing
+        (analytics_tables._UNSTAKE, (1,)),
+        (analytics_tables._STAKE, (1, "pr2", 220, "GBP")),  # staked again after its delete
+        (analytics_tables._STAKE, (2, "pr3", 230, "CHF")),  # staked twice: the last wins
+        (analytics_tables._UNSTAKE, (3,)),  # a stored stake, consumed
+        (analytics_tables._STAKE, (4, "pr4", 240, "EUR")),  # a stored stake, staked again
+        (analytics_tables._OPEN, ("r2", '{"b":1}')),
+        (analytics_tables._CLOSE, ("r2",)),
+        (analytics_tables._OPEN, ("r2", '{"b":2}')),
+        (analytics_tables._OPEN, ("r0", '{"not":0}')),  # stored already: nothing
+        (analytics_tables._FLOW, _flow(20, "granted", None, "EUR", "ref", 21, "2027-01-15")),
+        (analytics_tables._FLOW, _flow(20, "consumed", 5, "USD", "x", 22.5, "2027-01-16")),
+        (analytics_tables._FLOW, _flow(1, "consumed", 6, None, None, 23.5, "2027-01-16")),
+        (analytics_tables._DAILY, (*day, 2, *([10] * sums))),
+        (analytics_tables._DAILY, (*day[:4], 2500, 2, *([20] * sums))),
+        (analytics_tables._RATIOS, day),
+        (analytics_tables._RATIOS, (*day[:4], 2500)),
     ]
-    rows = _same_rows(db, tables, stored, batch, analytics._write_unnest)
+    rows = _same_rows(db, tables, stored, batch, analytics_tables._write_unnest)
     assert rows["analytics_open_rounds"] == [("r0", '{"stored":0}'), ("r2", '{"b":2}')]
     assert rows["analytics_stakes"] == [
         (1, "pr2", 220, "GBP"),

@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from api.app import create_app
 from application.platform import Platform
+from entrypoints.app import create_app
 from ops.reference_operator.launcher import signature
 from tests.support.config import BASE, make_config
 from tests.support.live import LiveServer, free_port
@@ -330,7 +330,7 @@ def test_upgrader_demo_prints_one_url_that_launches_the_game_and_stops_both(
         [
             sys.executable,
             "-m",
-            "api.cli",
+            "entrypoints.cli",
             "demo",
             "--config",
             str(config),

@@ -38,9 +38,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config, raw_config
 from tests.support.live import Api, LiveServer

@@ -32,7 +32,7 @@ def _cli(platform, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     config = tmp_path / "config.toml"
     config.write_text(f'[service]\ndatabase_url = "{platform.config.service.database_url}"\n')
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", "--config", str(config), *args],
+        [sys.executable, "-m", "entrypoints.cli", "--config", str(config), *args],
         capture_output=True,
         text=True,
         timeout=120,

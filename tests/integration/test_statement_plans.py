@@ -18,8 +18,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from api.runtime import Runtime
 from application.platform import Platform
+from entrypoints.runtime import Runtime
 from tests.conftest import fresh_postgres_url
 from tests.support import plans
 from tests.support.config import make_config

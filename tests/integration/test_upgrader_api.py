@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config, raw_config
 from tests.support.live import Api, LiveServer

@@ -158,7 +158,19 @@ def test_a_retry_after_an_uncertain_debit_uses_the_next_attempt_key(api: Api, wa
     assert _play(api, _body("retry")).status_code == 503
     first_key = _debits(wallet)[0].idempotency_key
     wait_until(lambda: first_key in wallet.ledger.rolled_back_keys("op-a"), what="rollback")
-    settled = _play(api, _body("retry"))
+    # the wallet applied the rollback; until the platform has recorded its answer, a retry
+    # answers 409 ACTION_IN_PROGRESS and moves nothing, then it plays with attempt 2
+    answers = []
+
+    def retried() -> bool:
+        answers.append(_play(api, _body("retry")))
+        return answers[-1].status_code != 409
+
+    wait_until(retried, what="a retry past the recorded rollback")
+    *waiting, settled = answers
+    assert [(a.status_code, a.json()["error"]["code"]) for a in waiting] == [
+        (409, "ACTION_IN_PROGRESS")
+    ] * len(waiting)
     assert settled.status_code == 200
     public_id = settled.json()["round"]["publicId"]
     assert first_key == f"{public_id}:1"
@@ -246,7 +258,7 @@ def test_concurrent_actions_of_one_player_take_consecutive_nonces(api: Api, wall
 
 
 def test_no_wallet_url_answers_503_and_records_nothing(database_url: str, clock) -> None:
-    from api.app import create_app
+    from entrypoints.app import create_app
     from tests.support.config import make_config
     from tests.support.live import LiveServer
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from api.cli import main
+from entrypoints.cli import main
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.broken_wallet import DEFECTS, BrokenWallet, serving
 from tests.support.live import free_port
@@ -183,7 +183,7 @@ def test_the_command_reads_url_secret_and_currency_from_the_configuration(
         config = tmp_path / "config.toml"
         config.write_text(demo.replace("http://127.0.0.1:8001/wallet", wallet.url))
         done = subprocess.run(
-            [sys.executable, "-m", "api.cli", "wallet-check", "--config", str(config)],
+            [sys.executable, "-m", "entrypoints.cli", "wallet-check", "--config", str(config)],
             cwd=ROOT,
             capture_output=True,
             text=True,

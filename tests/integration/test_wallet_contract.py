@@ -17,9 +17,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
-from api.cli import main
 from application.clock import ManualClock
 from application.wallet_openapi import document_text
+from entrypoints.cli import main
 from ops.reference_operator.wallet import ReceivedRequest, ThreadedWalletServer
 from tests.support.items import PLAIN, ItemsEnv, launch_session, post, win_items
 from tests.support.waiting import wait_until

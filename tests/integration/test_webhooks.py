@@ -16,12 +16,12 @@ from typing import Any
 import anyio
 import pytest
 
-from api import cli
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.round import Round
 from domain.signing import verify_outbound
+from entrypoints import cli
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.dispatcher import DEAD_AFTER_SECONDS, WebhookDispatcher, signed_request
 from projections.outbox import reset_projection, webhook_id
@@ -250,7 +250,7 @@ def test_a_webhook_dies_after_the_horizon_and_redeliver_brings_it_back(
         tick=lambda: clock.advance(BACKOFF_STEP),
     )
 
-    monkeypatch.setattr("application.config.load_config", lambda path=None: platform.config)
+    monkeypatch.setattr("application.config_load.load_config", lambda path=None: platform.config)
     assert cli.main(["outbox", "dead"]) == 0
     assert first in capsys.readouterr().out
     assert cli.main(["outbox", "redeliver", "--all-dead"]) == 0

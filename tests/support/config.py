@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from application.config import Config, parse_config
+from application.config import Config
+from application.config_load import parse_config
 
 BASE: dict[str, Any] = {
     "service": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from application.config import load_config
+from application.config_load import load_config
 from application.directory import Directory, Operator
 from domain.money import Currency
 from domain.stake_counting import count_item, displayed

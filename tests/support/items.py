@@ -24,11 +24,11 @@ from typing import Any
 import httpx
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
 from domain.cashout import Cashout
 from domain.ids import inventory_item_id
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config, raw_config
 from tests.support.ledger import open_uncertain_attempts, settled_balance_bets

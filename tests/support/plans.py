@@ -48,7 +48,7 @@ def _renderings(recorder: Any, conn: Any) -> dict[str, Callable[[], list[str]]]:
     """Statement starts -> the complete statements the code makes of them (the event
     store's ``recorder`` and a connection render the SQL its recorder composes)."""
     from application import rate_limits
-    from projections import analytics, dispatcher
+    from projections import analytics_tables, dispatcher
 
     return {
         # pg_recorder.SerialInsertRecorder: the locked insert, composed per schema
@@ -57,13 +57,13 @@ def _renderings(recorder: Any, conn: Any) -> dict[str, Callable[[], list[str]]]:
         "SELECT {}, $1::bigint, 1 FROM h{}": lambda: [rate_limits.chain_sql(n) for n in (1, 2, 3)],
         "WITH {} SELECT {}": lambda: [rate_limits.chain_sql(n) for n in (2, 3)],
         # Analytics.process (one event at a time): the module's own statements
-        "INSERT INTO analytics_rounds ({}) VALUES ({})": lambda: [analytics._FACT],
-        "INSERT INTO analytics_item_flows ({}) VALUES ({})": lambda: [analytics._FLOW],
-        "INSERT INTO analytics_daily ({}) VALUES ({})": lambda: [analytics._DAILY],
+        "INSERT INTO analytics_rounds ({}) VALUES ({})": lambda: [analytics_tables._FACT],
+        "INSERT INTO analytics_item_flows ({}) VALUES ({})": lambda: [analytics_tables._FLOW],
+        "INSERT INTO analytics_daily ({}) VALUES ({})": lambda: [analytics_tables._DAILY],
         # projections.unnest.insert_sql: its two users
         "INSERT INTO {} ({}) SELECT * FROM unnest({}) {}": lambda: [
-            analytics._FACT_UNNEST,
-            analytics._FLOW_UNNEST,
+            analytics_tables._FACT_UNNEST,
+            analytics_tables._FLOW_UNNEST,
         ],
         # ProjectionRunner._apply_together: one mark per projection of the pass
         "UPDATE projection_tracking SET position = ? WHERE position = ? AND name IN ({})": (

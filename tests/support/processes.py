@@ -61,9 +61,9 @@ def run_cli(
     database_url: str | None = None,
     timeout: float = 120.0,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m api.cli ARGS --config FILE`` to completion; output captured as text."""
+    """``python -m entrypoints.cli ARGS --config FILE`` to completion; output captured as text."""
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args, "--config", str(config_path)],
+        [sys.executable, "-m", "entrypoints.cli", *args, "--config", str(config_path)],
         cwd=ROOT,
         env=child_env(database_url),
         stdin=subprocess.DEVNULL,
@@ -75,7 +75,7 @@ def run_cli(
 
 
 class ChildProcess:
-    """One ``python -m api.cli ...`` process group with its output appended to a log file."""
+    """One ``python -m entrypoints.cli ...`` process group, its output appended to a log file."""
 
     def __init__(
         self,
@@ -102,7 +102,7 @@ class ChildProcess:
             log.flush()
             self._log_offset = log.tell()
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "api.cli", *command_line],
+                [sys.executable, "-m", "entrypoints.cli", *command_line],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -209,7 +209,7 @@ class ChildProcess:
 
 
 class ServerProcess(ChildProcess):
-    """``python -m api.cli serve --config FILE [args]`` on a free loopback port.
+    """``python -m entrypoints.cli serve --config FILE [args]`` on a free loopback port.
 
     ``args`` adds serve options, e.g. ``("--workers", "2", "--no-background")``."""
 
@@ -276,7 +276,7 @@ class ServerProcess(ChildProcess):
 
 
 class WorkerProcess(ChildProcess):
-    """``python -m api.cli worker LOOP --config FILE``: background loops, no HTTP API."""
+    """``python -m entrypoints.cli worker LOOP --config FILE``: background loops, no HTTP API."""
 
     READY = "worker running"
 

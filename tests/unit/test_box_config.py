@@ -12,7 +12,8 @@ import pytest
 
 from api.routes.game import asset_path
 from application.box_config import box_catalog
-from application.config import ConfigError, load_config, parse_config
+from application.config import ConfigError
+from application.config_load import load_config, parse_config
 from application.directory import catalog_item
 from tests.support.config import BASE
 

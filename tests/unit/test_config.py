@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from application.config import ConfigError, load_config, parse_config
+from application.config import ConfigError
+from application.config_load import load_config, parse_config
 from tests.support.config import BASE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def test_a_bad_file_stops_start_up_with_one_line(tmp_path: Path) -> None:
     text = (ROOT / "ops" / "demo" / "config.toml").read_text()
     bad.write_text(text.replace("house_edge_bps = 500", "house_edge_bps = 500\nsurprise = 1"))
     result = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--config", str(bad)],
+        [sys.executable, "-m", "entrypoints.cli", "serve", "--config", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,

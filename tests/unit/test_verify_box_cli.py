@@ -1,5 +1,5 @@
 """``upgrader verify --space``: a box round's tickets over a bare space, offline
-(src/api/cli_verify_box.py). Expected values come from the published vectors
+(src/entrypoints/cli_verify_box.py). Expected values come from the published vectors
 (tests/vectors/box_draw_v1.json) and from ``reference_draw`` (hashlib, decisions §10).
 The store-backed ``--box`` is tested in tests/integration/test_verify_box_store.py."""
 

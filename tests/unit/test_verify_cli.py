@@ -1,4 +1,4 @@
-"""``upgrader verify``: the offline fairness verifier (src/api/cli_verify.py)."""
+"""``upgrader verify``: the offline fairness verifier (src/entrypoints/cli_verify.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from api.cli import main
 from domain.fairness import REJECTION_BOUND, block_words
+from entrypoints.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "tests" / "vectors" / "hmac_sha256_v1.json"
@@ -380,7 +380,7 @@ def test_subprocess(tmp_path: Path) -> None:
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "api.cli", "verify", *argv],
+            [sys.executable, "-m", "entrypoints.cli", "verify", *argv],
             capture_output=True,
             text=True,
             cwd=tmp_path,

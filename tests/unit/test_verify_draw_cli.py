@@ -1,4 +1,4 @@
-"""``upgrader verify --vectors`` over the box draw vectors (src/api/cli_verify_draw.py)."""
+"""``upgrader verify --vectors`` over the box draw vectors (src/entrypoints/cli_verify_draw.py)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def _directory(state: State) -> Directory:
 
 def _s2s_operator(request: Request, directory: Directory) -> str:
     if not directory.catalog_access.get(request.state.key_id, False):
-        raise PlatformError("CATALOG_ACCESS_DENIED", 403, "this key has no catalog access")
+        raise PlatformError("CATALOG_ACCESS_DENIED", "this key has no catalog access")
     return request.state.operator_id
 
 

@@ -9,9 +9,9 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 
 from api.auth import player_guard, s2s_guard
-from api.runtime import Runtime
+from api.openapi_guide import S2S_SECURITY
+from api.services import Services
 
-S2S_SECURITY = [{"hmac": []}]
 PLAYER_SECURITY = [{"bearer": []}]
 
 
@@ -52,8 +52,8 @@ class PlayerController(Controller):
     tags = ["player"]
 
 
-def runtime_of(state: State) -> Runtime:
-    """The application's ``Runtime``."""
+def runtime_of(state: State) -> Services:
+    """The services of the process (its ``Runtime``)."""
     return state.runtime
 
 

@@ -16,7 +16,6 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.routes.upgrader import PLAY_ROUTE, PlayerQuery, prizes_answer
-from api.runtime import Runtime
 from api.schemas_upgrader import (
     CashoutAnswer,
     CashoutBody,
@@ -29,6 +28,7 @@ from api.schemas_upgrader import (
     S2SShippingBody,
     ShippingAnswer,
 )
+from api.services import Services
 from application.cashout import CashoutCommand
 from application.errors import validation_error
 from application.items import listed_item_wire
@@ -45,7 +45,7 @@ ItemState = Annotated[
 
 
 def prizes_by_items(
-    runtime: Runtime,
+    runtime: Services,
     operator_id: str,
     player: str,
     ids: list[int],
@@ -61,7 +61,7 @@ def prizes_by_items(
 
 
 def inventory(
-    runtime: Runtime, operator_id: str, player: str, state_filter: str | None
+    runtime: Services, operator_id: str, player: str, state_filter: str | None
 ) -> dict[str, Any]:
     if state_filter is not None and state_filter not in ITEM_STATES:
         raise validation_error(f"state: one of {', '.join(ITEM_STATES)}")
@@ -80,7 +80,7 @@ def _ids(plain: list[int] | None, bracketed: list[int] | None) -> list[int]:
     return [*(plain or []), *(bracketed or [])]
 
 
-async def play_items(runtime: Runtime, operator_id: str, player: str, body: PlayItemsBody) -> Any:
+async def play_items(runtime: Services, operator_id: str, player: str, body: PlayItemsBody) -> Any:
     """The play; its guard has counted it against the player's plays per second."""
     return await runtime.items.play(
         PlayItems(
@@ -96,7 +96,7 @@ async def play_items(runtime: Runtime, operator_id: str, player: str, body: Play
     )
 
 
-async def cash_out(runtime: Runtime, operator_id: str, player: str, body: CashoutBody) -> Any:
+async def cash_out(runtime: Services, operator_id: str, player: str, body: CashoutBody) -> Any:
     return await runtime.cashouts.cash_out(
         CashoutCommand(
             operator_id=operator_id,

@@ -65,7 +65,6 @@ class S2SPlatformController(S2SController):
         if data.target:
             raise PlatformError(
                 "LAUNCH_TARGET_INVALID",
-                422,
                 "an Upgrader launch takes an empty target (a boxId is not accepted)",
             )
         token, expires_at = platform.sessions.mint_launch_token(

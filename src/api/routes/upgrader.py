@@ -16,7 +16,6 @@ from api.admission import admit_plays
 from api.auth import PLAYS_OPT
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
-from api.runtime import Runtime
 from api.schemas import UpgraderConfigWire
 from api.schemas_upgrader import (
     FairnessAnswer,
@@ -32,6 +31,7 @@ from api.schemas_upgrader import (
     S2SRotateBody,
     TargetBand,
 )
+from api.services import Services
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
 from application.upgrader import Quote, operator_for_mode, quote
@@ -62,7 +62,7 @@ Cursor = Annotated[str | None, QueryParameter(schema_extra={"pattern": "^[0-9]{1
 
 
 def prizes(
-    runtime: Runtime,
+    runtime: Services,
     operator_id: str,
     wager_minor: int,
     chance_bps: int,
@@ -74,7 +74,7 @@ def prizes(
     return prizes_answer(runtime, quoted, locale)
 
 
-def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> PrizesAnswer:
+def prizes_answer(runtime: Services, quoted: Quote, locale: str | None) -> PrizesAnswer:
     """The prizes answer of interface 4.2 for a quote (balance or items stake); the
     struct goes to the wire as it is (one msgspec encode)."""
     return PrizesAnswer(
@@ -99,7 +99,7 @@ def prizes_answer(runtime: Runtime, quoted: Quote, locale: str | None) -> Prizes
     )
 
 
-async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) -> Any:
+async def play(runtime: Services, operator_id: str, player: str, body: PlayBody) -> Any:
     """The play; its guard has counted it against the player's plays per second."""
     return await runtime.balance.play(
         PlayBalance(
@@ -116,7 +116,7 @@ async def play(runtime: Runtime, operator_id: str, player: str, body: PlayBody) 
 
 
 def rounds_page(
-    runtime: Runtime, operator_id: str, player: str, limit: int, cursor: str | None
+    runtime: Services, operator_id: str, player: str, limit: int, cursor: str | None
 ) -> dict[str, Any]:
     # ASCII digits only (str.isdigit() also takes e.g. "²", which int() refuses), and at
     # most 18 of them so the value fits a BIGINT position on every store.

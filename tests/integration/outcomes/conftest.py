@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.app import create_app
 from application.clock import ManualClock
 from application.platform import Platform
+from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import OUTBOUND
 from tests.support.items import EXTRA_OUTBOUND

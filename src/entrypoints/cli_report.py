@@ -24,6 +24,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from entrypoints.cli_args import command, database_url
+
 CSV_COLUMNS = (
     "operator_id",
     "currency",
@@ -178,9 +180,9 @@ def write_plot(rows: list[dict[str, Any]], path: str, day_from: str, day_to: str
 
 
 def _run(args: argparse.Namespace) -> int:
-    from api.cli_audit import database_url
     from application.audit import open_store
-    from projections.analytics import Analytics, report_rows
+    from projections.analytics import Analytics
+    from projections.analytics_report import report_rows
     from projections.runner import ProjectionRunner
 
     day_from, day_to = _period(args)
@@ -221,8 +223,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "report",

@@ -15,14 +15,14 @@ import json
 import sys
 from typing import Any
 
-from api.cli import command
 from application.clock import iso_utc
-from application.config import load_config
+from application.config_load import load_config
+from entrypoints.cli_args import command
 
 
 def _runtime(args: argparse.Namespace) -> Any:
-    from api.runtime import Runtime
     from application.platform import Platform
+    from entrypoints.runtime import Runtime
 
     platform = Platform(load_config(args.config), pool_size=2)
     return Runtime(platform, workers=())

@@ -32,7 +32,9 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from application.config import DEFAULT_CONFIG_PATH, Config, load_config
+from application.config import Config
+from application.config_load import DEFAULT_CONFIG_PATH, load_config
+from entrypoints.cli_args import command
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -42,8 +44,6 @@ class _Stop(Exception):
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "demo",
@@ -177,7 +177,14 @@ def run_demo(args: argparse.Namespace) -> int:
     logs = {"platform": log_dir / "demo-platform.log", "operator": log_dir / "demo-operator.log"}
 
     commands = {
-        "platform": [sys.executable, "-m", "api.cli", "serve", "--config", str(config_path)],
+        "platform": [
+            sys.executable,
+            "-m",
+            "entrypoints.cli",
+            "serve",
+            "--config",
+            str(config_path),
+        ],
         "operator": [
             sys.executable,
             "-m",

@@ -34,6 +34,8 @@ import uuid
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from entrypoints.cli_args import command
+
 if TYPE_CHECKING:
     from application.wallet_check import CheckResult, CheckSettings
 
@@ -63,7 +65,7 @@ def settings_from(args: argparse.Namespace) -> CheckSettings:
             raise UsageError("--secret needs --operator ID (the operatorId the wallet knows)")
         secret, operator_id = _secret(args.secret), args.operator
     else:
-        from application.config import load_config
+        from application.config_load import load_config
 
         config = load_config(getattr(args, "config", None))
         operators = {o.id: o for o in config.operators}
@@ -156,8 +158,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "wallet-check",

@@ -37,7 +37,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from api.cli_verify_box_round import is_box_round, request_from_round
 from application.box_config import MAX_BOXES_PER_ROUND, MAX_ID
 from application.box_draw_check import (
     BadBoxInput,
@@ -57,6 +56,8 @@ from domain.fairness import (
     is_valid_server_seed,
     seed_hash,
 )
+from entrypoints.cli_args import database_url
+from entrypoints.cli_verify_box_round import is_box_round, request_from_round
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1
@@ -199,18 +200,10 @@ def parse_request(args: argparse.Namespace) -> BoxRequest:
     )
 
 
-def _database_url(args: argparse.Namespace) -> str:
-    if args.database_url:
-        return str(args.database_url)
-    from application.config import load_config
-
-    return load_config(getattr(args, "config", None)).service.database_url
-
-
 def load_box(args: argparse.Namespace, key: tuple[int, int]) -> RecordedBox:
-    from api.cli_store import store_problem
+    from entrypoints.cli_store import store_problem
 
-    url = _database_url(args)
+    url = database_url(args)
     problem = store_problem(url)
     if problem is not None:
         raise BadBoxInput(problem)

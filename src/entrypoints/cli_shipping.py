@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from api.cli import command
-from application.config import load_config
+from application.config_load import load_config
 from application.errors import PlatformError
+from entrypoints.cli_args import command
 
 
 def _shipped(args: argparse.Namespace) -> int:

@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from api.cli import command
-from application.config import Config, load_config
+from application.config import Config
+from application.config_load import load_config
+from entrypoints.cli_args import command
 
 log = logging.getLogger("upgrader")
 GRACEFUL_SECONDS = 10
@@ -85,7 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
             )
             return 2
         return _serve_many(args, service.host, service.port)
-    from api.app import create_app
+    from entrypoints.app import create_app
 
     platform, app = _start_up(config, create_app)
     log.info("serving on http://%s:%d (%r)", service.host, service.port, platform.location)
@@ -188,7 +189,7 @@ API_NICE = 5
 def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     import uvicorn
 
-    from api.runtime import Runtime
+    from entrypoints.runtime import Runtime
 
     config_path = os.path.abspath(args.config) if args.config else ""
     # The configuration is recorded once, and every table of the processes' runtimes
@@ -203,7 +204,7 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     os.environ.setdefault("UPGRADER_API_NICE", str(API_NICE))
     supervisor = None
     if not args.no_background:
-        command_line = [sys.executable, "-m", "api.cli", "worker", "all"]
+        command_line = [sys.executable, "-m", "entrypoints.cli", "worker", "all"]
         if config_path:
             command_line += ["--config", config_path]
         supervisor = WorkerSupervisor(command_line)
@@ -211,7 +212,7 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
     log.info("serving on http://%s:%d with %d API processes", host, port, args.workers)
     try:
         uvicorn.run(
-            "api.asgi:create",
+            "entrypoints.asgi:create",
             factory=True,
             host=host,
             port=port,
@@ -227,7 +228,7 @@ def _serve_many(args: argparse.Namespace, host: str, port: int) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from api.runtime import BACKGROUND_LOOPS, Runtime
+    from entrypoints.runtime import BACKGROUND_LOOPS, Runtime
 
     loops = BACKGROUND_LOOPS if args.loop == "all" else (args.loop,)
     platform, runtime = _start_up(load_config(args.config), lambda p: Runtime(p, workers=loops))

@@ -28,20 +28,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from entrypoints.cli_args import command, database_url
+
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
 EXIT_USAGE = 2
 SHOWN_VIOLATIONS = 50
 _HEAD = re.compile(r"^(\d+):([0-9a-fA-F]{64})$")
 _DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
-
-
-def database_url(args: argparse.Namespace) -> str:
-    if getattr(args, "database_url", None):
-        return args.database_url
-    from application.config import load_config
-
-    return load_config(getattr(args, "config", None)).service.database_url
 
 
 def _expected_heads(values: list[str]) -> dict[int, str]:
@@ -145,7 +139,8 @@ def _print_summary(report: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if getattr(args, "audit_action", None) == "chain-head":
         return _chain_head(args)
-    from application.audit import Auditor, AuditScope, open_store, parse_since
+    from application.audit import Auditor, open_store
+    from application.audit_report import AuditScope, parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
@@ -177,7 +172,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _chain_head(args: argparse.Namespace) -> int:
-    from application.audit import chain_head_of_day, open_store
+    from application.audit import open_store
+    from application.audit_chain import chain_head_of_day
     from projections.hash_chain import stored_head
 
     if not _DAY.match(args.day or ""):
@@ -225,8 +221,6 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(
         commands,
         "audit",

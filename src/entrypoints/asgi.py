@@ -1,6 +1,6 @@
 """ASGI entry for several API processes (``upgrader serve --workers N``).
 
-uvicorn imports ``api.asgi:create`` in every worker process; the configuration file
+uvicorn imports ``entrypoints.asgi:create`` in every worker process; the configuration file
 comes from ``UPGRADER_CONFIG`` and the background loops the process runs from
 ``UPGRADER_LOOPS`` (comma-separated; empty for API-only processes).
 """
@@ -11,9 +11,9 @@ import os
 
 from litestar import Litestar
 
-from api.app import create_app
-from application.config import load_config
+from application.config_load import load_config
 from application.platform import Platform
+from entrypoints.app import create_app
 
 
 def create() -> Litestar:

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from application.clock import iso_utc
+from entrypoints.cli_args import command
 
 
 def list_webhooks(db: Any, state: str, limit: int = 100) -> list[tuple[Any, ...]]:
@@ -55,7 +56,7 @@ def _print_table(title: str, rows: list[tuple[Any, ...]]) -> None:
 
 
 def _open_platform(args: argparse.Namespace) -> Any:
-    from application.config import load_config
+    from application.config_load import load_config
     from application.platform import Platform, ensure_tables
     from projections.outbox import WebhookOutbox
 
@@ -114,8 +115,6 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from api.cli import command
-
     parser = command(commands, "outbox", "inspect and redeliver round_settled webhooks", _run)
     actions = parser.add_subparsers(dest="outbox_action", required=True)
     for name, help_text in (

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.cli_verify import (
+from domain.fairness import MAX_DRAW_SPACE, draw_trace, seed_hash
+from entrypoints.cli_verify_claims import (
     Check,
     MalformedInput,
     _client_seed,
@@ -18,7 +19,6 @@ from api.cli_verify import (
     _json_int,
     _server_seed,
 )
-from domain.fairness import MAX_DRAW_SPACE, draw_trace, seed_hash
 
 REQUIRED = ("serverSeed", "serverSeedHash", "clientSeed", "nonce", "totalTickets", "ticket")
 
