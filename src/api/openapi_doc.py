@@ -44,19 +44,16 @@ from litestar._openapi.plugin import OpenAPIPlugin
 
 from api.errors import ErrorBody, ErrorDetail
 from api.openapi_guide import (
-    OPERATIONS,
     OVERVIEW,
     PARAMETERS,
-    PLAYER_WHO,
     S2S_SECURITY,
-    S2S_WHO,
-    WALLET_CODE,
     WEBHOOK_DESCRIPTION,
     WEBHOOK_HEADERS,
     errors_of,
     operation_key,
     responses_of,
 )
+from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
 from api.schemas import Wire
 from api.schemas_upgrader import RoundSettledWebhook
 from application.box_answers import BoxesAnswer
