@@ -27,6 +27,7 @@ from typing import Any
 
 from domain.fairness import ALGORITHM_KEY
 from entrypoints.cli_args import command
+from entrypoints.cli_verify_box import add_box_options, box_requested, run_box
 from entrypoints.cli_verify_claims import (
     Claims,
     MalformedInput,
@@ -134,6 +135,8 @@ def _fail(args: argparse.Namespace, message: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if box_requested(args):  # --box/--space or a box round file (cli_verify_box.py)
+        return run_box(args)
     try:
         if args.vectors is not None:
             given = [
@@ -179,13 +182,17 @@ def _run(args: argparse.Namespace) -> int:
 
 EPILOG = f"""\
 exit status: 0 every given claim holds, 1 a claim does not hold, 2 malformed input.
-Only algorithm {ALGORITHM_KEY} is known. Nothing here touches the network or a database.
+Only algorithm {ALGORITHM_KEY} is known. Nothing here touches the network or a database
+(but --box and box rounds, which read the box's table from the store's recorded catalogue).
 
 examples:
   upgrader verify --server-seed S --client-seed C --nonce 7 --rolled-bps 4321
   upgrader verify --round round.json --server-seed S
   upgrader verify --vectors tests/vectors/{ALGORITHM_KEY}.json
   upgrader verify --vectors tests/vectors/box_draw_v1.json
+  upgrader verify --server-seed S --client-seed C --nonce 7 --box 1 --box-version 2 --items 102,101
+  upgrader verify --server-seed S --client-seed C --nonce 7 --space 1000 --tickets 512
+  upgrader verify --round box-round.json --server-seed S --database-url URL
 """
 
 
@@ -223,3 +230,4 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="check every case of a published vector file (rolls or box draws)",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable result")
+    add_box_options(parser)

@@ -3,7 +3,8 @@
  *
  * A plain script: no modules, no build step, no dependencies, no network.
  * Browser: <script src="fairness.js"></script> exposes window.UpgraderFairness and,
- * when the page has a <form id="verifier">, wires it up (verifier.html; no inline
+ * when the page has a <form id="verifier"> or <form id="box-verifier">, wires it up
+ * (verifier.html; no inline
  * script, so it works under Content-Security-Policy script-src 'self').
  * Node 20: require("./fairness.js") (or load it as a script) uses globalThis.crypto.
  *
@@ -14,7 +15,9 @@
  *
  * The box draw (decisions section 10) is the same over any space T = totalTickets in
  * 1..2^31: the first word u < floor(2^32 / T) * T gives ticket = u % T (drawTrace, draw);
- * the roll is the draw over 10000.
+ * the roll is the draw over 10000. A box round of K boxes draws with K consecutive
+ * nonces from its first one, and each box's item is the one whose ticket range holds its
+ * ticket (drawReels, verifyBoxDraw; the page's <form id="box-verifier">, wireBoxPage).
  *
  * Everything is async (WebCrypto). Only integer-safe math: u32 words come from
  * DataView.getUint32(offset, false), all below 2^32, and the bound 2^32 - (2^32 % T) is
@@ -357,6 +360,267 @@
       });
   }
 
+  /* ---- box draws (decisions section 10) ------------------------------------------
+   * A box round of K boxes uses K consecutive nonces from its first one; box k draws a
+   * ticket with nonce first + k over T = totalTickets (drawTrace), and its item is the
+   * one whose inclusive ticket range [ticketFrom, ticketTo] holds the ticket. Ranges are
+   * in table order, the first from ticket 0, each starting where the previous one ended.
+   */
+
+  var MAX_BOXES = 100;
+  var RANGE_LINE = /^\s*([0-9]+)\s*[:=]?\s+([0-9]+)\s*(?:-|\.\.|\s)\s*([0-9]+)\s*$/;
+
+  function wholeNumber(value, low, high, name) {
+    var n = value;
+    if (typeof n === "string") {
+      n = n.trim();
+      if (!DIGITS.test(n) || n.length > 16) {
+        throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
+      }
+      n = Number(n);
+    }
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < low || n > high) {
+      throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
+    }
+    return n;
+  }
+
+  /**
+   * A table from ranges [{itemId, ticketFrom, ticketTo}] in table order: checked to start
+   * at 0 and to be contiguous, at most 2^31 tickets. Returns {totalTickets, ranges}.
+   */
+  function tableOf(ranges) {
+    if (!Array.isArray(ranges) || !ranges.length) {
+      throw FairnessInputError("the box needs at least one item with its ticket range");
+    }
+    var next = 0;
+    var out = [];
+    for (var i = 0; i < ranges.length; i++) {
+      var r = ranges[i] || {};
+      var where = "item " + (i + 1);
+      var itemId = wholeNumber(r.itemId, 0, Number.MAX_SAFE_INTEGER, where + ": itemId");
+      var from = wholeNumber(r.ticketFrom, 0, MAX_DRAW_SPACE - 1, where + ": ticketFrom");
+      var to = wholeNumber(r.ticketTo, 0, MAX_DRAW_SPACE - 1, where + ": ticketTo");
+      if (from !== next) {
+        throw FairnessInputError(
+          where + " (itemId " + itemId + ") starts at ticket " + from + ", expected " + next +
+            " (ranges start at 0 and follow each other in table order)"
+        );
+      }
+      if (to < from) {
+        throw FairnessInputError(where + " (itemId " + itemId + ") ends before it starts");
+      }
+      out.push({ itemId: itemId, ticketFrom: from, ticketTo: to });
+      next = to + 1;
+    }
+    return { totalTickets: next, ranges: out };
+  }
+
+  /**
+   * The box's table from what a player can paste: a box version as the catalogue answers
+   * it ({items: [{itemId, ticketFrom, ticketTo}, ...], totalTickets?}, or a list of those
+   * items, or {box: {...}}), or lines "ITEM FROM-TO" (e.g. "101 0-9"). A given
+   * totalTickets must equal the ranges' total.
+   */
+  function parseTable(text) {
+    var trimmed = String(text || "").trim();
+    if (!trimmed) {
+      throw FairnessInputError("give the box's ticket ranges or its total tickets");
+    }
+    if (trimmed.charAt(0) === "{" || trimmed.charAt(0) === "[") {
+      var doc;
+      try {
+        doc = JSON.parse(trimmed);
+      } catch (error) {
+        throw FairnessInputError("the ticket ranges are not valid JSON");
+      }
+      if (doc && doc.box && typeof doc.box === "object" && doc.box.items) {
+        doc = doc.box;
+      }
+      var items = Array.isArray(doc) ? doc : doc && doc.items;
+      var table = tableOf(items);
+      if (doc && !Array.isArray(doc) && doc.totalTickets !== undefined &&
+          doc.totalTickets !== table.totalTickets) {
+        throw FairnessInputError(
+          "totalTickets says " + doc.totalTickets + " but the ranges hold " + table.totalTickets
+        );
+      }
+      return table;
+    }
+    var ranges = [];
+    var lines = trimmed.split(/\r?\n/);
+    for (var i = 0; i < lines.length; i++) {
+      if (!lines[i].trim()) {
+        continue;
+      }
+      var match = RANGE_LINE.exec(lines[i]);
+      if (!match) {
+        throw FairnessInputError(
+          "line " + (i + 1) + " is not ITEM FROM-TO (for example: 101 0-9): " + lines[i].trim()
+        );
+      }
+      ranges.push({ itemId: match[1], ticketFrom: match[2], ticketTo: match[3] });
+    }
+    return tableOf(ranges);
+  }
+
+  /** The range of the table that holds the ticket (binary search). */
+  function rangeOf(table, ticket) {
+    var low = 0;
+    var high = table.ranges.length - 1;
+    while (low < high) {
+      var mid = (low + high) >> 1;
+      if (table.ranges[mid].ticketTo < ticket) {
+        low = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    return table.ranges[low];
+  }
+
+  /** The nonce of box k as decimal text: first + k (BigInt beyond 2^53). */
+  function nonceOf(first, k) {
+    if (first.length < 16) {
+      return String(Number(first) + k);
+    }
+    return (BigInt(first) + BigInt(k)).toString();
+  }
+
+  function firstNonce(nonce) {
+    var text = typeof nonce === "number" ? String(nonce) : String(nonce || "").trim();
+    if (!DIGITS.test(text)) {
+      throw FairnessInputError("the first nonce must be a non-negative whole number");
+    }
+    return text.replace(/^0+(?=[0-9])/, "");
+  }
+
+  /**
+   * The reels of a round: resolves to [{box, nonce, ticket, cursor, wordIndex,
+   * totalTickets, itemId, ticketFrom, ticketTo}] (item fields null without a table).
+   * ``space`` is a table (parseTable, tableOf) or a total number of tickets.
+   */
+  function drawReels(serverSeed, clientSeed, nonce, count, space) {
+    return Promise.resolve().then(function () {
+      var first = firstNonce(nonce);
+      var boxes = wholeNumber(count, 1, MAX_BOXES, "the number of boxes");
+      var table = space && typeof space === "object" ? space : null;
+      var total = table
+        ? table.totalTickets
+        : wholeNumber(space, 1, MAX_DRAW_SPACE, "total tickets");
+      var reels = [];
+      function one(k) {
+        if (k === boxes) {
+          return reels;
+        }
+        var n = nonceOf(first, k);
+        return drawTrace(serverSeed, clientSeed, n, total).then(function (trace) {
+          var held = table ? rangeOf(table, trace.ticket) : null;
+          reels.push({
+            box: k + 1,
+            nonce: n,
+            ticket: trace.ticket,
+            cursor: trace.cursor,
+            wordIndex: trace.wordIndex,
+            totalTickets: total,
+            itemId: held ? held.itemId : null,
+            ticketFrom: held ? held.ticketFrom : null,
+            ticketTo: held ? held.ticketTo : null
+          });
+          return one(k + 1);
+        });
+      }
+      return one(0);
+    });
+  }
+
+  function claimList(value, name) {
+    var text = String(value === undefined || value === null ? "" : value).trim();
+    if (!text) {
+      return null;
+    }
+    return text.split(",").map(function (part) {
+      return wholeNumber(part, 0, Number.MAX_SAFE_INTEGER, name);
+    });
+  }
+
+  /**
+   * Recompute a box round and check the claims given. Input: {serverSeed, clientSeed,
+   * nonce (the first), count, ranges (text for parseTable) or totalTickets,
+   * serverSeedHash?, tickets? and items? (comma lists, one per box)}. Resolves to
+   * {ok, serverSeedHash, totalTickets, reels, checks: [{claim, ok, claimed, recomputed}]}.
+   */
+  function verifyBoxDraw(input) {
+    var table;
+    var tickets;
+    var items;
+    var count;
+    var result = { ok: true, checks: [] };
+    return Promise.resolve()
+      .then(function () {
+        var rangesText = String(input.ranges || "").trim();
+        table = rangesText ? parseTable(rangesText) : null;
+        var total = String(input.totalTickets === undefined ? "" : input.totalTickets).trim();
+        if (table && total && Number(total) !== table.totalTickets) {
+          throw FairnessInputError(
+            "total tickets " + total + " differs from the ranges' " + table.totalTickets
+          );
+        }
+        if (!table && !total) {
+          throw FairnessInputError("give the box's ticket ranges or its total tickets");
+        }
+        tickets = claimList(input.tickets, "a claimed ticket");
+        items = claimList(input.items, "a claimed item id");
+        if (items && !table) {
+          throw FairnessInputError("items can only be checked with the box's ticket ranges");
+        }
+        var given = String(input.count === undefined ? "" : input.count).trim();
+        count = given ? wholeNumber(given, 1, MAX_BOXES, "the number of boxes")
+          : (tickets || items || [0]).length;
+        [["tickets", tickets], ["items", items]].forEach(function (pair) {
+          if (pair[1] && pair[1].length !== count) {
+            throw FairnessInputError(
+              pair[1].length + " " + pair[0] + " given for " + count + " boxes (one per box)"
+            );
+          }
+        });
+        var hash = String(input.serverSeedHash || "").trim();
+        if (hash && !/^[0-9a-fA-F]{64}$/.test(hash)) {
+          throw FairnessInputError("server seed hash must be 64 hex characters");
+        }
+        result.claimedHash = hash ? hash.toLowerCase() : null;
+        return seedHash(input.serverSeed);
+      })
+      .then(function (hash) {
+        result.serverSeedHash = hash;
+        return drawReels(input.serverSeed, input.clientSeed, input.nonce, count,
+          table || input.totalTickets);
+      })
+      .then(function (reels) {
+        result.reels = reels;
+        result.totalTickets = reels[0].totalTickets;
+        function check(claim, claimed, recomputed) {
+          var ok = claimed === recomputed;
+          result.checks.push({ claim: claim, ok: ok, claimed: claimed, recomputed: recomputed });
+          result.ok = result.ok && ok;
+        }
+        if (result.claimedHash) {
+          check("serverSeedHash", result.claimedHash, result.serverSeedHash);
+        }
+        delete result.claimedHash;
+        for (var k = 0; k < reels.length; k++) {
+          var name = "box " + (k + 1) + " (nonce " + reels[k].nonce + ")";
+          if (tickets) {
+            check(name + " ticket", tickets[k], reels[k].ticket);
+          }
+          if (items) {
+            check(name + " item", items[k], reels[k].itemId);
+          }
+        }
+        return result;
+      });
+  }
+
   var api = {
     ALGORITHM_KEY: ALGORITHM_KEY,
     REJECTION_BOUND: REJECTION_BOUND,
@@ -367,7 +631,12 @@
     draw: draw,
     drawTrace: drawTrace,
     isWin: isWin,
-    verifyRound: verifyRound
+    verifyRound: verifyRound,
+    MAX_BOXES: MAX_BOXES,
+    parseTable: parseTable,
+    tableOf: tableOf,
+    drawReels: drawReels,
+    verifyBoxDraw: verifyBoxDraw
   };
 
   /* ---- the page (verifier.html) ------------------------------------------------- */
@@ -517,15 +786,180 @@
     });
   }
 
+  /**
+   * The box form's fields from a box round as the API answers it (the open answer, a
+   * round_settled webhook or its data, or the round): seeds, first nonce, count, total
+   * tickets, and the tickets and items of facts.reels when present.
+   */
+  function boxRoundFields(doc) {
+    if (doc && doc.data && typeof doc.data === "object") {
+      doc = doc.data;
+    }
+    var round = doc && doc.round && typeof doc.round === "object" ? doc.round : doc;
+    var facts = doc && doc.round ? doc.facts : null;
+    if (!round || typeof round !== "object" || !round.box || typeof round.box !== "object") {
+      throw FairnessInputError("this JSON holds no box round (no round.box)");
+    }
+    var fairness = round.fairness;
+    if (!fairness || typeof fairness !== "object") {
+      throw FairnessInputError("this round has no fairness block (a voided round?)");
+    }
+    if (fairness.algorithmKey !== ALGORITHM_KEY) {
+      throw FairnessInputError("unsupported algorithmKey " + JSON.stringify(fairness.algorithmKey));
+    }
+    var reels = facts && Array.isArray(facts.reels) ? facts.reels : null;
+    function column(key) {
+      return reels ? reels.map(function (reel) { return String(reel[key]); }).join(",") : "";
+    }
+    return {
+      boxClientSeed: String(fairness.clientSeed || ""),
+      boxNonce: present(fairness.nonce) ? String(fairness.nonce) : "",
+      boxCount: present(round.box.count) ? String(round.box.count) : "",
+      boxTotalTickets: present(round.box.totalTickets) ? String(round.box.totalTickets) : "",
+      boxServerSeedHash: String(fairness.serverSeedHash || ""),
+      boxTickets: column("ticket"),
+      boxItems: column("itemId"),
+      boxId: String(round.box.boxId),
+      boxVersionId: String(round.box.boxVersionId)
+    };
+  }
+
+  function wireBoxPage(doc) {
+    var form = doc.getElementById("box-verifier");
+    if (!form || form.getAttribute("data-wired") === "yes") {
+      return;
+    }
+    form.setAttribute("data-wired", "yes");
+    var output = doc.getElementById("box-result");
+
+    function field(name) {
+      return form.elements.namedItem(name).value;
+    }
+
+    function show(status, title, lines) {
+      output.textContent = "";
+      output.setAttribute("data-status", status);
+      var heading = doc.createElement("h2");
+      heading.textContent = title;
+      output.appendChild(heading);
+      var list = doc.createElement("ul");
+      for (var i = 0; i < lines.length; i++) {
+        var item = doc.createElement("li");
+        item.className = lines[i].className || "";
+        if (lines[i].reel) {
+          item.setAttribute("data-box", String(lines[i].reel.box));
+          item.setAttribute("data-ticket", String(lines[i].reel.ticket));
+          if (lines[i].reel.itemId !== null) {
+            item.setAttribute("data-item", String(lines[i].reel.itemId));
+          }
+        }
+        item.textContent = lines[i].text;
+        list.appendChild(item);
+      }
+      output.appendChild(list);
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+
+    var pasted = doc.getElementById("box-round-json");
+    var fill = doc.getElementById("fill-from-box-round");
+    if (fill && pasted) {
+      fill.addEventListener("click", function () {
+        try {
+          var filled = boxRoundFields(JSON.parse(pasted.value));
+          Object.keys(filled).forEach(function (name) {
+            var input = form.elements.namedItem(name);
+            if (input) {
+              input.value = filled[name];
+            }
+          });
+          show("filled", "Form filled from the round", [
+            {
+              text: "Now enter the revealed server seed and the ticket ranges of box " +
+                filled.boxId + " version " + filled.boxVersionId + " (the catalogue answers " +
+                "them for every version), or keep the total tickets to check tickets only, " +
+                "and press Verify."
+            }
+          ]);
+          form.elements.namedItem("boxServerSeed").focus();
+        } catch (error) {
+          show("error", "Could not read that round", [
+            { text: error instanceof SyntaxError ? "That is not valid JSON." : error.message }
+          ]);
+        }
+      });
+    }
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      output.textContent = "Checking...";
+      verifyBoxDraw({
+        serverSeed: field("boxServerSeed").trim(),
+        clientSeed: field("boxClientSeed"),
+        nonce: field("boxNonce").trim(),
+        count: field("boxCount").trim(),
+        ranges: field("boxRanges"),
+        totalTickets: field("boxTotalTickets").trim(),
+        serverSeedHash: field("boxServerSeedHash"),
+        tickets: field("boxTickets"),
+        items: field("boxItems")
+      }).then(
+        function (result) {
+          var lines = [
+            { text: "Server seed hash (SHA-256 of the server seed): " + result.serverSeedHash },
+            { text: "Total tickets: " + result.totalTickets + " (tickets 0 to " +
+              (result.totalTickets - 1) + ")" }
+          ];
+          result.reels.forEach(function (reel) {
+            var text = "Box " + reel.box + ": nonce " + reel.nonce + ", ticket " + reel.ticket +
+              " (block " + reel.cursor + ", word " + reel.wordIndex + ")";
+            if (reel.itemId !== null) {
+              text += " \u2192 item " + reel.itemId + " (tickets " + reel.ticketFrom + " to " +
+                reel.ticketTo + ")";
+            }
+            lines.push({ className: "reel", text: text, reel: reel });
+          });
+          result.checks.forEach(function (c) {
+            lines.push({
+              className: c.ok ? "ok" : "bad",
+              text: c.ok
+                ? "\u2714 The " + c.claim + " matches: " + c.recomputed + "."
+                : "\u2718 The " + c.claim + " does NOT match: the seeds give " + c.recomputed +
+                  ", but " + c.claimed + " was given."
+            });
+          });
+          var failed = result.checks.filter(function (c) {
+            return !c.ok;
+          }).length;
+          if (!result.checks.length) {
+            show("computed", "Computed (no claims given to check)", lines);
+          } else if (failed) {
+            show("bad", "NOT verified: " + failed + " of " + result.checks.length +
+              " checks failed", lines);
+          } else {
+            show("ok", "Verified: all " + result.checks.length + " checks passed", lines);
+          }
+        },
+        function (error) {
+          show("error", "Cannot verify", [{ text: error.message }]);
+        }
+      );
+    });
+  }
+
   api.wirePage = wirePage;
+  api.wireBoxPage = wireBoxPage;
+  api.boxRoundFields = boxRoundFields;
 
   if (typeof document !== "undefined" && document && document.getElementById) {
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", function () {
         wirePage(document);
+        wireBoxPage(document);
       });
     } else {
       wirePage(document);
+      wireBoxPage(document);
     }
   }
 
