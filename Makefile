@@ -32,7 +32,7 @@ serve: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 4 --dist loadgroup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 4
 
 ## make faults: the fault-injection suite (tests/faults): real server and worker processes
 ## killed, stopped and signalled, the database restarted, the webhook receiver down, on
