@@ -168,7 +168,7 @@ class BalancePlays:
             )
         in_flight = round_.in_flight_attempt
         if in_flight is not None:
-            started = round_.attempts[in_flight]["at"]
+            started = round_.attempts[in_flight].at
             grace = self.platform.config.service.uncertain_debit_grace_seconds
             if self.platform.clock.now() - started < grace:
                 return await self._await_other(round_.id, body_print)
@@ -211,7 +211,7 @@ class BalancePlays:
         rid = round_.id
         opening = round_.opening
         operator = self.platform.directory.operators[opening["operator_id"]]
-        key = round_.attempts[attempt]["key"]
+        key = round_.attempts[attempt].key
         outcome = await self.wallet.call(
             operator.config.wallet_url,
             operator.config.outbound_secret,
