@@ -40,6 +40,7 @@ from application.audit_chain import ChainVerifier
 from application.audit_config import ConfigHistory, ProfileSnapshot, catalog_item
 from application.audit_decode import EventDecoder
 from domain.cashout import Cashout
+from domain.catalog import CatalogItem, is_eligible
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.fairness import ROLL_SPACE, is_valid_server_seed, roll, seed_hash
 from domain.ids import inventory_item_id, round_public_id
@@ -48,7 +49,7 @@ from domain.money import Currency, reprice_fraction
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
 from domain.stake_counting import count_item
-from domain.upgrader_rules import CatalogItem, is_eligible, target_band
+from domain.upgrader_rules import target_band
 
 RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped")
 # what a finished round keeps for the checks of later events (grants, nonces, rollbacks)

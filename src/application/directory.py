@@ -8,9 +8,10 @@ from application.box_config import box_catalog
 from application.config import CatalogItemConfig, Config, OperatorConfig
 from application.errors import PlatformError
 from domain.boxes import BoxCatalog
+from domain.catalog import CatalogItem
 from domain.money import Currency, parse_rate
 from domain.signing import SigningKey
-from domain.upgrader_rules import CatalogItem, PriceIndex, UpgraderSettings
+from domain.upgrader_rules import PriceIndex, UpgraderSettings
 
 
 @dataclass(frozen=True)

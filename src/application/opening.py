@@ -11,8 +11,8 @@ from uuid import UUID
 
 from application.platform import Platform
 from application.upgrader import Quote
+from domain.catalog import CatalogItem, Prize
 from domain.ids import round_public_id
-from domain.upgrader_rules import CatalogItem, Prize
 
 
 def round_opening(

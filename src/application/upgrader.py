@@ -12,17 +12,9 @@ from dataclasses import dataclass
 
 from application.directory import Directory, Operator
 from application.errors import PlatformError, game_disabled, validation_error
+from domain.catalog import CatalogItem, Prize, is_eligible, prize_of
 from domain.money import Currency, reprice
-from domain.upgrader_rules import (
-    Band,
-    CatalogItem,
-    Prize,
-    SelectorConfig,
-    derive_selector_config,
-    is_eligible,
-    prize_of,
-    target_band,
-)
+from domain.upgrader_rules import Band, SelectorConfig, derive_selector_config, target_band
 
 GAME_KEY = "upgrader"
 
