@@ -136,6 +136,7 @@ class HistoryWriter:
         """One chunk: a round for each of ``players``, in one transaction; returns the
         number of events."""
         from application.round_view import round_wire
+        from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
         from projections.analytics import (
             DAILY_KEY_OF_FACT,
             DAILY_SUMS,
@@ -177,7 +178,8 @@ class HistoryWriter:
                 rows["seed_vault"].append(
                     (pair.server_seed_hash, pair.server_seed, opening["opened_at"])
                 )
-            view = round_wire(opening, settlement)
+            typed = UpgraderOpening.of(opening), UpgraderSettlement.of(settlement)
+            view = round_wire(*typed)
             rows["round_history"].append(
                 (
                     rid_hex,
@@ -207,7 +209,7 @@ class HistoryWriter:
             if self.webhook_url:
                 hook = webhook_id(past.rid)
                 at = settlement["settled_at"]
-                payload = render_payload(hook, opening, settlement)
+                payload = render_payload(hook, *typed)
                 rows["webhook_outbox"].append(
                     (hook, rid_hex, operator, player, settled_at, at, payload)
                 )

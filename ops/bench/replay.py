@@ -181,13 +181,13 @@ class RoundMaker:
             mode="balance",
             fingerprint="bench",
         )
-        round_ = Round(opening)
-        key = f"{opening['public_id']}:1"
+        round_ = Round(opening.record())
+        key = f"{opening.public_id}:1"
         attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
         pair, server_seed = seeds.pair(player)
-        nonce = pair.use_nonce(opening["public_id"])
+        nonce = pair.use_nonce(opening.public_id)
         rolled = roll(server_seed, pair.client_seed, nonce)
-        won = is_win(rolled, opening["chance_bps"])
+        won = is_win(rolled, opening.chance_bps)
         now = clock.now()
         won_item = granted = None
         if won:
@@ -200,7 +200,7 @@ class RoundMaker:
             "provider_txn_ref": None,
             "at": now,
         }
-        round_.settle(debit, settlement)
+        round_.settle(debit, settlement.record())
         made: list[Any] = [round_]  # the order settle_round saves in: round, (pair), item
         if granted is not None:
             made.append(granted)

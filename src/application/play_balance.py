@@ -40,7 +40,7 @@ from application.errors import PlatformError, outcome_unknown
 from application.fairness_service import FairnessService
 from application.opening import round_opening
 from application.platform import Platform
-from application.round_view import play_answer, refused_debit_error, wallet_unavailable
+from application.round_view import recorded_answer, refused_debit_error, wallet_unavailable
 from application.settlement import settle_round
 from application.sql import StoreUnavailable
 from application.store_calls import StoreOutcomeUnknown, in_store, in_store_after_money
@@ -48,6 +48,7 @@ from application.upgrader import check_target, operator_for_mode, quote
 from application.wallet import Accepted, Refused, WalletClient
 from domain.ids import round_id
 from domain.round import Round
+from domain.upgrader_round import UpgraderOpening
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class BalancePlays:
         except AggregateNotFoundError:
             return None
 
-    def _opening(self, command: PlayBalance, rid: UUID, body_print: str) -> dict[str, Any]:
+    def _opening(self, command: PlayBalance, rid: UUID, body_print: str) -> UpgraderOpening:
         directory = self.platform.directory
         operator = operator_for_mode(directory, command.operator_id, "balance")
         quoted = quote(
@@ -142,8 +143,8 @@ class BalancePlays:
             fingerprint=body_print,
         )
 
-    def _open(self, opening: dict[str, Any]) -> tuple[Round, int]:
-        round_ = Round(opening)
+    def _open(self, opening: UpgraderOpening) -> tuple[Round, int]:
+        round_ = Round(opening.record())
         attempt = self._attempt(round_)
         self.platform.events.save(round_)
         return round_, attempt
@@ -159,7 +160,7 @@ class BalancePlays:
         if round_.opening["fingerprint"] != body_print:
             raise idempotency_conflict()
         if round_.status == "settled":
-            return play_answer(round_.opening, round_.settlement)
+            return recorded_answer(round_)
         if round_.status == "voided":
             raise refused_debit_error(
                 round_.opening["public_id"],

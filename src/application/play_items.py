@@ -22,7 +22,7 @@ from application.fairness_service import FairnessService
 from application.items import check_item_ids, count, load_open_items, sum_uncredited
 from application.opening import round_opening
 from application.platform import Platform
-from application.round_view import play_answer
+from application.round_view import recorded_answer
 from application.settlement import settle_round
 from application.store_calls import StoreOutcomeUnknown, in_store_write
 from application.upgrader import Quote, check_target, operator_for_mode, quote
@@ -129,7 +129,7 @@ class ItemsPlays:
             return None
         if round_.opening["fingerprint"] != body_print:
             raise idempotency_conflict()
-        return play_answer(round_.opening, round_.settlement)
+        return recorded_answer(round_)
 
     def _play(self, command: PlayItems, rid: UUID, body_print: str) -> dict[str, Any]:
         # A new action is the common case: check and play it straight away. A recorded
@@ -167,7 +167,8 @@ class ItemsPlays:
             stake_counted_minor=quoted.wager_minor,
             stake_uncredited=uncredited,
         )
-        public_id = opening["public_id"]
+        public_id = opening.public_id
+        recorded = opening.record()
         ids = [i.grant["inventory_item_id"] for i in items]
 
         tries = {"round": 0, "stake": 0}
@@ -177,7 +178,7 @@ class ItemsPlays:
             tries["round"] += 1
             if tries["round"] > 1 and self._existing(rid, body_print) is not None:
                 raise _AlreadyRecorded
-            return Round(opening)
+            return Round(recorded)
 
         def consume(_: Round) -> list[InventoryItem]:
             # the first try consumes the stake as just loaded; a conflict reloads it

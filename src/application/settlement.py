@@ -12,41 +12,40 @@ from eventsourcing.persistence import IntegrityError
 from application.errors import PlatformError
 from application.fairness_service import FairnessService
 from application.platform import Platform
-from application.round_view import play_answer, wallet_unavailable
+from application.round_view import play_answer, recorded_answer, wallet_unavailable
 from domain.fairness import ALGORITHM_KEY, is_win, roll
 from domain.ids import inventory_item_number
 from domain.inventory import InventoryItem
 from domain.money import Currency, parse_rate
 from domain.round import Round
 from domain.stake_counting import count_item, displayed
+from domain.upgrader_round import UpgraderOpening, UpgraderSettlement, WonItem
 
 SETTLE_ATTEMPTS = 10
 
 
-def round_currencies(opening: dict[str, Any]) -> tuple[Currency, Currency]:
+def round_currencies(opening: UpgraderOpening) -> tuple[Currency, Currency]:
     """The base currency and the round's currency at the rate the round pinned."""
-    base = Currency(
-        code=opening["base_currency"], rate=Fraction(1), exponent=opening["base_exponent"]
-    )
+    base = Currency(code=opening.base_currency, rate=Fraction(1), exponent=opening.base_exponent)
     currency = Currency(
-        code=opening["currency"],
-        rate=parse_rate(opening["fx_rate"]),
-        exponent=opening["currency_exponent"],
+        code=opening.currency,
+        rate=parse_rate(opening.fx_rate),
+        exponent=opening.currency_exponent,
     )
     return base, currency
 
 
-def cashback_estimate(opening: dict[str, Any]) -> tuple[int | None, dict[str, int] | None]:
+def cashback_estimate(opening: UpgraderOpening) -> tuple[int | None, dict[str, int] | None]:
     """What the won target could cash back now, at the round's pinned rate (decisions §5)."""
-    if opening["target_cashback_bps"] is None:
+    if opening.target_cashback_bps is None:
         return None, None
-    grant = opening["target_value_base_minor"]
+    grant = opening.target_value_base_minor
     counted = count_item(
         grant,
         grant,
-        opening["target_collectible"],
-        opening["target_cashback_bps"],
-        opening["credits_share_bps"],
+        opening.target_collectible,
+        opening.target_cashback_bps,
+        opening.credits_share_bps,
     )
     base, currency = round_currencies(opening)
     minor, parts = displayed(counted, base, currency)
@@ -57,69 +56,69 @@ def cashback_estimate(opening: dict[str, Any]) -> tuple[int | None, dict[str, in
     }
 
 
-def _grant(opening: dict[str, Any], round_uuid: UUID, at: float) -> tuple[InventoryItem, dict]:
+def _grant(opening: UpgraderOpening, round_uuid: UUID, at: float) -> tuple[InventoryItem, WonItem]:
     number = inventory_item_number(round_uuid)
     cashback_minor, cashback_parts = cashback_estimate(opening)
-    target = opening["target"]
+    target = opening.target
     item = InventoryItem(
         {
             "inventory_item_id": number,
-            "operator_id": opening["operator_id"],
-            "player_external_id": opening["player_external_id"],
-            "item_id": target["item_id"],
-            "name": target["name"],
-            "grant_value_base_minor": opening["target_value_base_minor"],
-            "value_minor": target["value_minor"],
-            "currency": opening["currency"],
-            "currency_exponent": opening["currency_exponent"],
-            "base_currency": opening["base_currency"],
-            "base_exponent": opening["base_exponent"],
-            "fx_rate": opening["fx_rate"],
-            "cashback_bps": opening["target_cashback_bps"],
-            "collectible": opening["target_collectible"],
-            "round_public_id": opening["public_id"],
+            "operator_id": opening.operator_id,
+            "player_external_id": opening.player_external_id,
+            "item_id": target.item_id,
+            "name": target.name,
+            "grant_value_base_minor": opening.target_value_base_minor,
+            "value_minor": target.value_minor,
+            "currency": opening.currency,
+            "currency_exponent": opening.currency_exponent,
+            "base_currency": opening.base_currency,
+            "base_exponent": opening.base_exponent,
+            "fx_rate": opening.fx_rate,
+            "cashback_bps": opening.target_cashback_bps,
+            "collectible": opening.target_collectible,
+            "round_public_id": opening.public_id,
             "granted_at": at,
         }
     )
-    won = {
-        "inventory_item_id": number,
-        "item_id": target["item_id"],
-        "name": target["name"],
-        "cashback_minor": cashback_minor,
-        "cashback_uncredited": cashback_parts,
-        "currency": opening["currency"],
-    }
+    won = WonItem(
+        inventory_item_id=number,
+        item_id=target.item_id,
+        name=target.name,
+        cashback_minor=cashback_minor,
+        cashback_uncredited=cashback_parts,
+        currency=opening.currency,
+    )
     return item, won
 
 
 def settlement_record(
-    opening: dict[str, Any],
+    opening: UpgraderOpening,
     pair: Any,
     nonce: int,
     rolled: int,
-    won_item: dict[str, Any] | None,
+    won_item: WonItem | None,
     balance_after_minor: int | None,
     now: float,
-) -> dict[str, Any]:
+) -> UpgraderSettlement:
     """The ``RoundSettled`` record of a round rolled ``rolled`` with ``pair``'s seeds at
     ``nonce`` (the event's shape; the audit re-derives every field of it)."""
-    won = is_win(rolled, opening["chance_bps"])
-    lost_with_nuggets = opening["no_loss"] and not won
-    return {
-        "server_seed_hash": pair.server_seed_hash,
-        "client_seed": pair.client_seed,
-        "nonce": nonce,
-        "algorithm_key": ALGORITHM_KEY,
-        "rolled_bps": rolled,
-        "is_win": won,
-        "payout_minor": opening["target"]["value_minor"] if won else 0,
-        "nuggets_minor": opening["wager_minor"] if lost_with_nuggets else 0,
-        "stake_counted_minor": opening.get("stake_counted_minor", opening["wager_minor"]),
-        "stake_uncredited": opening.get("stake_uncredited"),
-        "won_item": won_item,
-        "balance_after_minor": balance_after_minor,
-        "settled_at": now,
-    }
+    won = is_win(rolled, opening.chance_bps)
+    lost_with_nuggets = opening.no_loss and not won
+    return UpgraderSettlement(
+        server_seed_hash=pair.server_seed_hash,
+        client_seed=pair.client_seed,
+        nonce=nonce,
+        algorithm_key=ALGORITHM_KEY,
+        rolled_bps=rolled,
+        is_win=won,
+        payout_minor=opening.target.value_minor if won else 0,
+        nuggets_minor=opening.wager_minor if lost_with_nuggets else 0,
+        stake_counted_minor=opening.counted_stake_minor,
+        stake_uncredited=opening.uncredited_stake,
+        won_item=won_item,
+        balance_after_minor=balance_after_minor,
+        settled_at=now,
+    )
 
 
 def settle_round(
@@ -141,14 +140,14 @@ def settle_round(
         round_ = load_round()
         rid = round_.id
         if round_.status == "settled":
-            return play_answer(round_.opening, round_.settlement)
+            return recorded_answer(round_)
+        opening = UpgraderOpening.of(round_.opening)
         if attempt is not None and round_.attempt_state(attempt) != "in_flight":
             raise wallet_unavailable()
-        opening = round_.opening
-        pair = fairness.load_or_begin(opening["operator_id"], opening["player_external_id"])
-        nonce = pair.use_nonce(opening["public_id"])
+        pair = fairness.load_or_begin(opening.operator_id, opening.player_external_id)
+        nonce = pair.use_nonce(opening.public_id)
         rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
-        won_round = is_win(rolled, opening["chance_bps"])
+        won_round = is_win(rolled, opening.chance_bps)
         now = platform.clock.now()
         aggregates: list[Any] = [round_, pair]
         won_item = None
@@ -165,9 +164,9 @@ def settle_round(
             now,
         )
         if debit is not None:
-            round_.settle(debit, settlement)
+            round_.settle(debit, settlement.record())
         else:
-            round_.settle_without_debit(settlement)
+            round_.settle_without_debit(settlement.record())
         if extra is not None:
             aggregates.extend(extra(round_))
         try:
