@@ -16,6 +16,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.ids import round_id
+from domain.records import Record
 from domain.wallet_attempts import (
     DEBIT,
     DEBITED,
@@ -25,6 +26,20 @@ from domain.wallet_attempts import (
     AttemptStateError,
     WalletAttempts,
 )
+
+
+class RoundTerms(Record, frozen=True, kw_only=True):
+    """The first keys of every game's opening: who plays which action, in which mode,
+    and the bet the wallet is asked for. A game's opening record extends it."""
+
+    operator_id: str
+    player_external_id: str
+    client_action_id: str
+    public_id: str
+    mode: str
+    fingerprint: str  # the action's body print: a copy with another body is a conflict
+    wager_minor: int
+    currency: str
 
 
 class RoundStateError(AttemptStateError):

@@ -1,40 +1,19 @@
 """The Upgrader round's typed records: what its opening pinned and what its settle drew.
 
 The stored events carry these as plain dicts (``Round.Opened.opening``,
-``Round.RoundSettled.settlement``): field names and their order are a stored format. A
-record is read from its dict with :meth:`UpgraderOpening.of` (extra keys are ignored, so
-a later field never breaks an old reader) and written back with :meth:`record`, which
-gives the same keys in the same order (fields left ``UNSET`` are omitted, as the keys
-were absent), so the stored bytes do not change.
+``Round.RoundSettled.settlement``): field names and their order are a stored format
+(``domain/records.py`` says how a record reads and writes its dict).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
 from domain.fairness import ALGORITHM_KEY
-
-R = TypeVar("R", bound="Record")
-
-
-class Record(msgspec.Struct, frozen=True, kw_only=True):
-    """A stored dict, typed."""
-
-    @classmethod
-    def of(cls: type[R], recorded: dict[str, Any]) -> R:
-        return msgspec.convert(recorded, cls)
-
-    @classmethod
-    def decode(cls: type[R], text: str | bytes) -> R:
-        """From the recorded dict's JSON text (a projection's staging copy)."""
-        return msgspec.json.decode(text, type=cls)
-
-    def record(self) -> dict[str, Any]:
-        """The dict as stored: field order, UNSET fields left out."""
-        return msgspec.to_builtins(self)
+from domain.records import Record
+from domain.round import RoundTerms
 
 
 class PinnedBand(Record, frozen=True, kw_only=True):
@@ -52,17 +31,10 @@ class Target(Record, frozen=True, kw_only=True):
     image_url: str | None
 
 
-class UpgraderOpening(Record, frozen=True, kw_only=True):
-    """What a round was asked, quoted and pinned (the ``Round.Opened`` payload)."""
+class UpgraderOpening(RoundTerms, frozen=True, kw_only=True):
+    """What a round was asked, quoted and pinned (the ``Round.Opened`` payload): the
+    terms every round has (mode "balance" or "items"), then the Upgrader's own."""
 
-    operator_id: str
-    player_external_id: str
-    client_action_id: str
-    public_id: str
-    mode: str  # "balance" or "items"
-    fingerprint: str
-    wager_minor: int
-    currency: str
     currency_exponent: int
     base_currency: str
     base_exponent: int
