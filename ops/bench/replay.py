@@ -40,7 +40,7 @@ from application.config import parse_config  # noqa: E402
 from application.opening import round_opening  # noqa: E402
 from application.platform import Platform  # noqa: E402
 from application.settlement import _grant, settlement_record  # noqa: E402
-from application.upgrader import check_target, quote  # noqa: E402
+from application.upgrader import check_target, quote, upgrader_settings  # noqa: E402
 from domain.fairness import is_win, roll, seed_hash  # noqa: E402
 from domain.ids import round_id  # noqa: E402
 from domain.money import reprice  # noqa: E402
@@ -146,7 +146,7 @@ class RoundMaker:
         self.operator = platform.directory.operators["bench"]
         self.catalog = platform.directory.catalog
         self.seeds = Seeds(rng, clock)
-        self.presets = self.operator.settings.chance_presets_bps
+        self.presets = upgrader_settings(self.operator).chance_presets_bps
         self.by_value = sorted((i.value_minor, i.item_id) for i in self.catalog.values())
         self.played: dict[str, int] = {}
 

@@ -10,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from application.platform import Platform
-from application.upgrader import Quote
+from application.upgrader import Quote, upgrader_settings
 from domain.catalog import CatalogItem, Prize
 from domain.ids import round_public_id
 from domain.upgrader_round import PinnedBand, Target, UpgraderOpening
@@ -31,7 +31,7 @@ def round_opening(
 ) -> UpgraderOpening:
     """``stake``: items mode's ``stake``, ``stake_counted_minor`` and ``stake_uncredited``."""
     operator = quoted.operator
-    settings = operator.settings
+    settings = upgrader_settings(operator)
     rate = next(c.rate for c in operator.config.currencies if c.code == quoted.currency.code)
     return UpgraderOpening(
         operator_id=operator.id,

@@ -72,10 +72,10 @@ def stake_quote(
     check_item_ids(stake_ids, "stakeItemIds")
     operator = operator_for_mode(platform.directory, operator_id, "items")
     currency = operator.currency(currency_code)
-    from application.upgrader import check_chance
+    from application.upgrader import check_chance, upgrader_settings
     from domain.upgrader_rules import derive_selector_config
 
-    config = derive_selector_config(operator.settings, operator.base, currency)
+    config = derive_selector_config(upgrader_settings(operator), operator.base, currency)
     check_chance(config, chance_bps, for_play=for_play)
     items = load_open_items(platform, operator_id, player, stake_ids, item_not_owned)
     counted = [count(operator, platform.directory.catalog, item, currency) for item in items]

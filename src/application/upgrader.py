@@ -18,6 +18,7 @@ from domain.refusals import Refusal
 from domain.upgrader_checks import (
     CHANCE_INVALID,
     GAME_DISABLED,
+    GAME_KEY,
     MODE_DISABLED,
     PRIZE_OUT_OF_RANGE,
     WAGER_OUT_OF_RANGE,
@@ -27,7 +28,18 @@ from domain.upgrader_checks import (
     target_refusal,
     wager_refusal,
 )
-from domain.upgrader_rules import Band, SelectorConfig, derive_selector_config, target_band
+from domain.upgrader_rules import (
+    Band,
+    SelectorConfig,
+    UpgraderSettings,
+    derive_selector_config,
+    target_band,
+)
+
+
+def upgrader_settings(operator: Operator) -> UpgraderSettings:
+    """The operator's Upgrader settings (``Operator.games``)."""
+    return operator.games[GAME_KEY]
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,7 @@ class Quote:
     band: Band
 
     def prizes(self, directory: Directory, locale: str | None) -> list[Prize]:
-        limit = self.operator.settings.prize_list_limit
+        limit = upgrader_settings(self.operator).prize_list_limit
         return directory.price_index(self.operator, self.currency).select(self.band, locale, limit)
 
 
@@ -63,7 +75,7 @@ def refuse(refusal: Refusal | None) -> None:
 def operator_for_mode(directory: Directory, operator_id: str, mode: str) -> Operator:
     operator = directory.operators[operator_id]
     refuse(game_refusal(operator.config.enabled_games))
-    refuse(mode_refusal(operator.settings, mode))
+    refuse(mode_refusal(upgrader_settings(operator), mode))
     return operator
 
 
@@ -84,10 +96,10 @@ def quote(
 ) -> Quote:
     """Currency, chance and wager checks (in that order), then the band."""
     currency = operator.currency(currency_code)
-    config = derive_selector_config(operator.settings, operator.base, currency)
+    settings = upgrader_settings(operator)
+    config = derive_selector_config(settings, operator.base, currency)
     check_chance(config, chance_bps, for_play=for_play)
     refuse(wager_refusal(config, wager_minor))
-    settings = operator.settings
     band = target_band(
         wager_minor,
         settings.house_edge_bps,
