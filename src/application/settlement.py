@@ -1,4 +1,5 @@
-"""Settling a round: the nonce, the roll, the payout and the item grant in one commit."""
+"""The Upgrader's settle: the nonce, the roll, the payout and the item grant, saved with
+the round's settle in one commit by the shared ``application/round_settle.py``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError
-
-from application.errors import PlatformError
 from application.fairness_service import FairnessService
 from application.platform import Platform
-from application.round_view import play_answer, recorded_answer, wallet_unavailable
+from application.round_settle import Drawn, settle_with_retries
+from application.round_view import play_answer, recorded_answer
 from domain.fairness import ALGORITHM_KEY, is_win, roll
 from domain.ids import inventory_item_number
 from domain.inventory import InventoryItem
@@ -20,8 +19,6 @@ from domain.money import Currency, parse_rate
 from domain.round import Round
 from domain.stake_counting import count_item, displayed
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement, WonItem
-
-SETTLE_ATTEMPTS = 10
 
 
 def round_currencies(opening: UpgraderOpening) -> tuple[Currency, Currency]:
@@ -121,6 +118,25 @@ def settlement_record(
     )
 
 
+def upgrader_draw(
+    platform: Platform, fairness: FairnessService, round_: Round, balance_after: int | None
+) -> Drawn:
+    """The Upgrader's draw: the player's next nonce, the roll, and on a win the target
+    granted as an inventory item."""
+    opening = UpgraderOpening.of(round_.opening)
+    pair = fairness.load_or_begin(opening.operator_id, opening.player_external_id)
+    nonce = pair.use_nonce(opening.public_id)
+    rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
+    now = platform.clock.now()
+    changed: list[Any] = [pair]
+    won_item = None
+    if is_win(rolled, opening.chance_bps):
+        item, won_item = _grant(opening, round_.id, now)
+        changed.append(item)
+    settlement = settlement_record(opening, pair, nonce, rolled, won_item, balance_after, now)
+    return Drawn(settlement, changed, play_answer(opening, settlement))
+
+
 def settle_round(
     platform: Platform,
     fairness: FairnessService,
@@ -129,49 +145,20 @@ def settle_round(
     debit: dict[str, Any] | None,
     extra: Callable[[Round], list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Roll and record; retried when another round of the player took the nonce first.
+    """Roll and record (``round_settle.settle_with_retries``: retried when another round
+    of the player took the nonce first).
 
     ``load_round`` gives the round afresh on every try (balance mode: the recorded one;
     items mode: a new one, created in this same commit). Balance mode passes the accepted
     ``debit``; items mode passes ``extra``, which returns the consumed stake's aggregates
     to save in the same commit.
     """
-    for _ in range(SETTLE_ATTEMPTS):
-        round_ = load_round()
-        rid = round_.id
-        if round_.status == "settled":
-            return recorded_answer(round_)
-        opening = UpgraderOpening.of(round_.opening)
-        if attempt is not None and round_.attempt_state(attempt) != "in_flight":
-            raise wallet_unavailable()
-        pair = fairness.load_or_begin(opening.operator_id, opening.player_external_id)
-        nonce = pair.use_nonce(opening.public_id)
-        rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
-        won_round = is_win(rolled, opening.chance_bps)
-        now = platform.clock.now()
-        aggregates: list[Any] = [round_, pair]
-        won_item = None
-        if won_round:
-            item, won_item = _grant(opening, rid, now)
-            aggregates.append(item)
-        settlement = settlement_record(
-            opening,
-            pair,
-            nonce,
-            rolled,
-            won_item,
-            debit["balance_after_minor"] if debit else None,
-            now,
-        )
-        if debit is not None:
-            round_.settle(debit, settlement.record())
-        else:
-            round_.settle_without_debit(settlement.record())
-        if extra is not None:
-            aggregates.extend(extra(round_))
-        try:
-            platform.events.save(*aggregates)
-        except IntegrityError:
-            continue
-        return play_answer(opening, settlement)
-    raise PlatformError("SERVICE_UNAVAILABLE", 503, "the round could not be recorded; retry")
+    return settle_with_retries(
+        platform,
+        load_round,
+        attempt,
+        debit,
+        lambda round_, balance: upgrader_draw(platform, fairness, round_, balance),
+        recorded_answer,
+        extra,
+    )
