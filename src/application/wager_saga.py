@@ -230,28 +230,49 @@ class WagerSaga:
 
     def _void(self, rid: UUID, attempt: int, outcome: Refused) -> bool:
         """Record the refusal; False when the attempt is no longer in flight."""
-        for _ in range(5):
-            round_ = self.platform.events.repository.get(rid)
+
+        def void(round_: Round) -> bool:
             if round_.attempt_state(attempt) != "in_flight":
-                return round_.status == "voided"
-            round_.void(
-                attempt, outcome.error_code, outcome.balance_after_minor, self.platform.clock.now()
-            )
-            try:
-                self.platform.events.save(round_)
-                return True
-            except IntegrityError:
-                continue
-        return False
+                return False
+            now = self.platform.clock.now()
+            round_.void(attempt, outcome.error_code, outcome.balance_after_minor, now)
+            return True
+
+        found = change_round(self.platform, rid, void)
+        return found is not None and found.status == "voided"
 
     def _mark_uncertain(self, rid: UUID, attempt: int, reason: str) -> None:
-        for _ in range(5):
-            round_ = self.platform.events.repository.get(rid)
-            if round_.attempt_state(attempt) != "in_flight":
-                return
-            round_.mark_uncertain(attempt, reason, self.platform.clock.now())
-            try:
-                self.platform.events.save(round_)
-                return
-            except IntegrityError:
-                continue
+        mark_uncertain(self.platform, rid, attempt, reason)
+
+
+def change_round(platform: Platform, rid: UUID, change: Callable[[Round], bool]) -> Round | None:
+    """Load the round, let ``change`` move it and save it; a conflicting commit (another
+    process moved the round) loads it again, up to 5 tries. ``change`` returns False to
+    leave the round as it is. The round as saved or as found, None when every try
+    conflicted."""
+    for _ in range(5):
+        round_ = platform.events.repository.get(rid)
+        if not change(round_):
+            return round_
+        try:
+            platform.events.save(round_)
+            return round_
+        except IntegrityError:
+            continue
+    return None
+
+
+def mark_uncertain(platform: Platform, rid: UUID, attempt: int, reason: str) -> Round | None:
+    """Declare the debit ``attempt`` uncertain if it is still in flight: the round this
+    call declared it on, None when it was not in flight (or every try conflicted)."""
+    declared = []
+
+    def declare(round_: Round) -> bool:
+        if round_.attempt_state(attempt) != "in_flight":
+            return False
+        round_.mark_uncertain(attempt, reason, platform.clock.now())
+        declared.append(round_)
+        return True
+
+    saved = change_round(platform, rid, declare)
+    return saved if declared and saved is declared[-1] else None

@@ -12,7 +12,7 @@ import pytest
 from application.clock import ManualClock
 from application.errors import PlatformError
 from application.platform import EventStore
-from application.wager_saga import WagerSaga
+from application.wager_saga import WagerSaga, change_round, mark_uncertain
 from application.wallet import Accepted, Refused, Uncertain, WalletOutcome
 from domain.ids import round_id, round_public_id
 from domain.round import Round, RoundTerms
@@ -161,3 +161,42 @@ async def test_a_check_that_fails_for_a_new_action_records_nothing() -> None:
         await saga.play(rid, "body-1", checks_fail)
     assert refused.value.code == "UPGRADER_CHANCE_INVALID"
     assert (wallet.calls, platform.events.recorder.max_notification_id()) == ([], None)
+
+
+def test_mark_uncertain_declares_an_in_flight_debit_once() -> None:
+    platform = _platform()
+    rid, terms = _terms()
+    round_ = Round(terms.record())
+    round_.attempt_debit(f"{terms.public_id}:1", 250, "EUR", 1.0)
+    platform.events.save(round_)
+    declared = mark_uncertain(platform, rid, 1, "no answer")
+    assert declared is not None
+    assert (declared.uncertain_attempts(), declared.version) == ([1], 3)
+    assert mark_uncertain(platform, rid, 1, "no answer") is None  # not in flight any more
+    assert platform.events.repository.get(rid).version == 3
+
+
+def test_change_round_leaves_a_declined_round_and_gives_up_after_five_conflicts() -> None:
+    platform = _platform()
+    rid, terms = _terms()
+    platform.events.save(Round(terms.record()))
+    found = change_round(platform, rid, lambda round_: False)
+    assert (found.version, found.status) == (1, "open")
+    tries = []
+
+    def move(round_: Round) -> None:
+        if round_.in_flight_attempt is None:
+            round_.attempt_debit(f"{terms.public_id}:{round_.last_attempt + 1}", 1, "EUR", 1.0)
+        else:
+            round_.mark_uncertain(round_.in_flight_attempt, "no answer", 1.0)
+
+    def conflicting(round_: Round) -> bool:
+        tries.append(1)
+        other = platform.events.repository.get(rid)  # another process moves it first
+        move(other)
+        platform.events.save(other)
+        move(round_)
+        return True
+
+    assert change_round(platform, rid, conflicting) is None
+    assert len(tries) == 5
