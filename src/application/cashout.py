@@ -34,7 +34,6 @@ from application.action_locks import (
 from application.errors import PlatformError, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
-from application.round_view import wallet_refusal, wallet_unavailable
 from application.store_calls import (
     StoreOutcomeUnknown,
     in_store,
@@ -42,6 +41,7 @@ from application.store_calls import (
     in_store_write,
 )
 from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
+from application.wallet_refusals import wallet_refusal, wallet_unavailable
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
 from domain.ids import inventory_item_id
 from domain.inventory import InventoryItem, ItemStateError

@@ -7,11 +7,9 @@ by ``domain/upgrader_round.py``), so a retry returns the original answer byte fo
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from application.clock import iso_utc
-from application.errors import PlatformError
 from domain.round import Round
 from domain.upgrader_round import Target, UpgraderOpening, UpgraderSettlement, WonItem
 
@@ -62,10 +60,6 @@ def round_wire(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dict
     }
 
 
-def voided_round_wire(public_id: str) -> dict[str, str]:
-    return {"publicId": public_id, "status": "voided"}
-
-
 def won_item_wire(won: WonItem | None) -> dict[str, Any] | None:
     if won is None:
         return None
@@ -107,40 +101,3 @@ def play_answer(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dic
 def recorded_answer(round_: Round) -> dict[str, Any]:
     """The play answer of a settled round, from its recorded opening and settlement."""
     return play_answer(UpgraderOpening.of(round_.opening), UpgraderSettlement.of(round_.settlement))
-
-
-WALLET_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
-
-
-def wallet_refusal(wallet_code: str, move: str) -> tuple[str, int, str]:
-    """(code, status, message) of a wallet's refusal of ``move`` (decisions §4): the
-    wallet's own code, ``PLAYER_BLOCKED`` 403 and any other well-formed code 422; a code
-    that is not ``^[A-Z][A-Z0-9_]{0,63}$`` is not echoed: 422 ``WALLET_REFUSED``."""
-    if wallet_code in ("INSUFFICIENT_FUNDS", "PLAYER_BLOCKED"):
-        status = 403 if wallet_code == "PLAYER_BLOCKED" else 422
-        return wallet_code, status, f"the wallet refused the {move}"
-    if WALLET_CODE.fullmatch(wallet_code):
-        return wallet_code, 422, f"the wallet refused the {move} with {wallet_code}"
-    return "WALLET_REFUSED", 422, f"the wallet refused the {move} with a malformed error code"
-
-
-def refused_debit_error(
-    public_id: str, wallet_code: str, balance_after_minor: int | None
-) -> PlatformError:
-    """The refused debit's error (decisions §4), with the voided round."""
-    code, status, message = wallet_refusal(wallet_code, "debit")
-    return PlatformError(
-        code,
-        status,
-        message,
-        round=voided_round_wire(public_id),
-        balanceAfterMinor=balance_after_minor,
-    )
-
-
-def wallet_unavailable() -> PlatformError:
-    return PlatformError(
-        "WALLET_UNAVAILABLE",
-        503,
-        "the wallet did not confirm the debit; nothing is kept, retry the action",
-    )

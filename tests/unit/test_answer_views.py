@@ -9,7 +9,8 @@ import json
 import msgspec
 
 from api.schemas_upgrader import PlayAnswer, PlayItemsAnswer, RoundWire
-from application.round_view import play_answer, round_wire, voided_round_wire
+from application.round_view import play_answer, round_wire
+from application.wallet_refusals import voided_round_wire
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from tests.golden.snapshot import load_log
 
