@@ -25,10 +25,18 @@ from application.platform import Platform
 from application.round_view import recorded_answer
 from application.settlement import settle_round
 from application.store_calls import StoreOutcomeUnknown, in_store_write
-from application.upgrader import Quote, check_target, operator_for_mode, quote
+from application.upgrader import (
+    Quote,
+    check_chance,
+    check_target,
+    operator_for_mode,
+    quote,
+    upgrader_settings,
+)
 from domain.ids import round_id
 from domain.inventory import InventoryItem, ItemStateError
 from domain.round import Round
+from domain.upgrader_rules import derive_selector_config
 
 
 @dataclass(frozen=True)
@@ -72,9 +80,6 @@ def stake_quote(
     check_item_ids(stake_ids, "stakeItemIds")
     operator = operator_for_mode(platform.directory, operator_id, "items")
     currency = operator.currency(currency_code)
-    from application.upgrader import check_chance, upgrader_settings
-    from domain.upgrader_rules import derive_selector_config
-
     config = derive_selector_config(upgrader_settings(operator), operator.base, currency)
     check_chance(config, chance_bps, for_play=for_play)
     items = load_open_items(platform, operator_id, player, stake_ids, item_not_owned)
