@@ -137,6 +137,7 @@ class HistoryWriter:
         number of events."""
         from application.round_view import round_wire
         from domain.hash_chain import chain_link, utc_day
+        from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
         from projections.analytics_facts import _flow_row, daily_increments, round_fact
         from projections.analytics_tables import DAILY_KEY_OF_FACT, DAILY_SUMS, FACT_COLUMNS
         from projections.outbox import render_payload, webhook_id
@@ -171,7 +172,8 @@ class HistoryWriter:
                 rows["seed_vault"].append(
                     (pair.server_seed_hash, pair.server_seed, opening["opened_at"])
                 )
-            view = round_wire(opening, settlement)
+            typed = UpgraderOpening.of(opening), UpgraderSettlement.of(settlement)
+            view = round_wire(*typed)
             rows["round_history"].append(
                 (
                     rid_hex,
@@ -201,7 +203,7 @@ class HistoryWriter:
             if self.webhook_url:
                 hook = webhook_id(past.rid)
                 at = settlement["settled_at"]
-                payload = render_payload(hook, opening, settlement)
+                payload = render_payload(hook, *typed)
                 rows["webhook_outbox"].append(
                     (hook, rid_hex, operator, player, settled_at, at, payload)
                 )

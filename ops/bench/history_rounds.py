@@ -114,7 +114,7 @@ class PastRounds:
             fingerprint=print_,
         )
         granted, won = _grant(opening, dummy, 0.0)
-        return opening, dict(granted.grant), won
+        return opening.record(), dict(granted.grant), won.record()
 
     def next_round(self, player: str) -> PastRound:
         from application.settlement import settlement_record
@@ -126,6 +126,7 @@ class PastRounds:
             round_id,
             round_public_id,
         )
+        from domain.upgrader_round import UpgraderOpening, WonItem
 
         now = self.platform.clock.now()
         stamp = datetime.fromtimestamp(now, UTC)
@@ -188,7 +189,15 @@ class PastRounds:
                 "round_public_id": public_id,
                 "granted_at": now,
             }
-        settlement = settlement_record(opening, pair, nonce, rolled, won_item, pair.balance, now)
+        settlement = settlement_record(
+            UpgraderOpening.of(opening),
+            pair,
+            nonce,
+            rolled,
+            None if won_item is None else WonItem.of(won_item),
+            pair.balance,
+            now,
+        ).record()
         debit = {
             "attempt": 1,
             "idempotency_key": key,

@@ -40,7 +40,7 @@ from application.config_load import parse_config  # noqa: E402
 from application.opening import round_opening  # noqa: E402
 from application.platform import Platform  # noqa: E402
 from application.settlement import _grant, settlement_record  # noqa: E402
-from application.upgrader import check_target, quote  # noqa: E402
+from application.upgrader import check_target, quote, upgrader_settings  # noqa: E402
 from domain.fairness import is_win, roll, seed_hash  # noqa: E402
 from domain.ids import round_id  # noqa: E402
 from domain.money import reprice  # noqa: E402
@@ -146,7 +146,7 @@ class RoundMaker:
         self.operator = platform.directory.operators["bench"]
         self.catalog = platform.directory.catalog
         self.seeds = Seeds(rng, clock)
-        self.presets = self.operator.settings.chance_presets_bps
+        self.presets = upgrader_settings(self.operator).chance_presets_bps
         self.by_value = sorted((i.value_minor, i.item_id) for i in self.catalog.values())
         self.played: dict[str, int] = {}
 
@@ -181,13 +181,13 @@ class RoundMaker:
             mode="balance",
             fingerprint="bench",
         )
-        round_ = Round(opening)
-        key = f"{opening['public_id']}:1"
+        round_ = Round(opening.record())
+        key = f"{opening.public_id}:1"
         attempt = round_.attempt_debit(key, quoted.wager_minor, currency, clock.now())
         pair, server_seed = seeds.pair(player)
-        nonce = pair.use_nonce(opening["public_id"])
+        nonce = pair.use_nonce(opening.public_id)
         rolled = roll(server_seed, pair.client_seed, nonce)
-        won = is_win(rolled, opening["chance_bps"])
+        won = is_win(rolled, opening.chance_bps)
         now = clock.now()
         won_item = granted = None
         if won:
@@ -200,7 +200,7 @@ class RoundMaker:
             "provider_txn_ref": None,
             "at": now,
         }
-        round_.settle(debit, settlement)
+        round_.settle(debit, settlement.record())
         made: list[Any] = [round_]  # the order settle_round saves in: round, (pair), item
         if granted is not None:
             made.append(granted)

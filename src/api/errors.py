@@ -128,9 +128,7 @@ WALLET_REFUSAL_STATUS = {"PLAYER_BLOCKED": 403}
 
 def status_of(exc: PlatformError) -> int:
     """The status of an application error: its code's (a wallet's refusal: the wallet
-    rule's), or the one an unconverted call site still gives (application/errors.py)."""
-    if exc.legacy_status is not None:
-        return exc.legacy_status
+    rule's)."""
     if isinstance(exc, WalletRefusal):
         return WALLET_REFUSAL_STATUS.get(exc.code, 422)
     return STATUS_OF_CODE[exc.code]

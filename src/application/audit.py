@@ -43,13 +43,15 @@ from application.audit_money import MoneyChecks
 from application.audit_replay import _Round
 from application.audit_report import AuditReport, AuditScope
 from domain.cashout import Cashout
+from domain.catalog import CatalogItem, is_eligible
 from domain.ids import round_public_id
 from domain.inventory import InventoryItem
 from domain.money import Currency, reprice_fraction
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
 from domain.stake_counting import count_item
-from domain.upgrader_rules import CatalogItem, is_eligible, target_band
+from domain.upgrader_checks import chance_refusal, game_refusal, mode_refusal, wager_refusal
+from domain.upgrader_rules import target_band
 
 
 class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
@@ -110,10 +112,9 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
         except (KeyError, TypeError, ValueError) as exc:
             self._round(r, "config", f"the recorded Upgrader settings are unusable: {exc}")
             return
-        if "upgrader" not in settings.get("enabled_games", []):
+        if game_refusal(settings.get("enabled_games", [])):
             self._round(r, "config", "the Upgrader was not enabled for the operator")
-        mode_on = ups.balance_mode if o["mode"] == "balance" else ups.items_mode
-        if o["mode"] not in ("balance", "items") or not mode_on:
+        if mode_refusal(ups, o["mode"]):
             self._round(r, "config", f"mode {o['mode']!r} was not enabled for the operator")
         base, currency = self._currencies(r, profile)
         if base is None or currency is None:
@@ -137,14 +138,14 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
             self._round(r, "config", "the recorded credits share differs from the settings")
         selector = profile.selector(base, currency)
         chance, wager = o["chance_bps"], o["wager_minor"]
-        if chance not in selector.chance_presets_bps:
+        if chance_refusal(selector, chance):
             self._round(
                 r,
                 "chance",
                 f"chance {chance} bps was not an offered preset "
                 f"{list(selector.chance_presets_bps)}",
             )
-        if not selector.min_wager_minor <= wager <= selector.max_wager_minor:
+        if wager_refusal(selector, wager):
             self._round(
                 r,
                 "bet",

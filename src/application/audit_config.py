@@ -11,14 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from domain.catalog import CatalogItem
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.money import Currency, parse_rate, reprice
-from domain.upgrader_rules import (
-    CatalogItem,
-    SelectorConfig,
-    UpgraderSettings,
-    derive_selector_config,
-)
+from domain.upgrader_rules import SelectorConfig, UpgraderSettings, derive_selector_config
 
 
 @dataclass

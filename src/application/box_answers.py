@@ -26,8 +26,8 @@ from application.box_config import MAX_ID
 from application.directory import Directory, Operator
 from application.errors import PlatformError, game_disabled
 from domain.boxes import BoxVersion
+from domain.catalog import localised_name
 from domain.money import Currency, reprice
-from domain.upgrader_rules import localised_name
 
 GAME_KEY = "boxes"
 

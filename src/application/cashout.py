@@ -34,7 +34,6 @@ from application.action_locks import (
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
-from application.round_view import wallet_refusal, wallet_unavailable
 from application.store_calls import (
     StoreOutcomeUnknown,
     in_store,
@@ -42,10 +41,12 @@ from application.store_calls import (
     in_store_write,
 )
 from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
+from application.wallet_refusals import wallet_refusal, wallet_unavailable
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
 from domain.ids import inventory_item_id
 from domain.inventory import InventoryItem, ItemStateError
 from domain.money import reprice
+from domain.wallet_attempts import IN_FLIGHT, UNCERTAIN
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ async def send_credit(
             "playerExternalId": request["player_external_id"],
             "amountMinor": request["credited_minor"],
             "currency": request["currency"],
-            "idempotencyKey": cashout.attempts[attempt]["key"],
+            "idempotencyKey": cashout.attempts[attempt].key,
             "reason": "cashout",
             "inventoryItemIds": [i["inventoryItemId"] for i in request["items"]],
         },
@@ -235,12 +236,12 @@ class Cashouts:
         if existing.status == "credited":
             return cashout_answer(existing.request, existing.outcome["balance_after_minor"])
         for attempt, entry in existing.attempts.items():
-            if entry["state"] == "in_flight":
+            if entry.state == IN_FLIGHT:
                 grace = self.platform.config.service.uncertain_debit_grace_seconds
-                if self.platform.clock.now() - entry["at"] < grace:
+                if self.platform.clock.now() - entry.at < grace:
                     return _AwaitOther(attempt)
                 return existing, attempt  # its request is gone: re-send the same key
-            if entry["state"] == "uncertain":
+            if entry.state == UNCERTAIN:
                 return existing, attempt  # re-send the same key: the wallet de-duplicates it
         return None
 

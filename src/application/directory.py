@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from application.box_config import box_catalog
 from application.config import CatalogItemConfig, Config, OperatorConfig
 from application.errors import PlatformError
 from domain.boxes import BoxCatalog
+from domain.catalog import CatalogItem
 from domain.money import Currency, parse_rate
 from domain.signing import SigningKey
-from domain.upgrader_rules import CatalogItem, PriceIndex, UpgraderSettings
+from domain.upgrader_rules import PriceIndex, UpgraderSettings
 
 
 @dataclass(frozen=True)
@@ -19,7 +22,9 @@ class Operator:
     config: OperatorConfig = field(repr=False)
     base: Currency
     currencies: dict[str, Currency]
-    settings: UpgraderSettings
+    # each game's settings by its game key, built by GAME_SETTINGS (a game reads its own:
+    # ``upgrader_settings(operator)``)
+    games: Mapping[str, Any]
 
     def currency(self, code: str | None) -> Currency:
         """The requested currency (default: base); UNSUPPORTED_CURRENCY when not configured."""
@@ -50,13 +55,9 @@ def catalog_item(item: CatalogItemConfig) -> CatalogItem:
     )
 
 
-def _operator(config: OperatorConfig) -> Operator:
-    currencies = {
-        c.code: Currency(code=c.code, rate=parse_rate(c.rate), exponent=c.exponent)
-        for c in config.currencies
-    }
+def _upgrader_settings(config: OperatorConfig) -> UpgraderSettings:
     u = config.upgrader
-    settings = UpgraderSettings(
+    return UpgraderSettings(
         house_edge_bps=u.house_edge_bps,
         chance_presets_bps=tuple(u.chance_presets_bps),
         default_chance_bps=u.default_chance_bps,
@@ -69,7 +70,23 @@ def _operator(config: OperatorConfig) -> Operator:
         no_loss=u.no_loss,
         nuggets_cost_percent=u.nuggets_cost_percent,
     )
-    return Operator(config.id, config, currencies[config.base_currency], currencies, settings)
+
+
+# game key -> its settings as the game reads them, from the operator's configuration (the
+# stored configuration events are unchanged: they record the configuration itself)
+GAME_SETTINGS: dict[str, Callable[[OperatorConfig], Any]] = {
+    "upgrader": _upgrader_settings,
+    "boxes": lambda config: config.boxes,
+}
+
+
+def _operator(config: OperatorConfig) -> Operator:
+    currencies = {
+        c.code: Currency(code=c.code, rate=parse_rate(c.rate), exponent=c.exponent)
+        for c in config.currencies
+    }
+    games = {key: build(config) for key, build in GAME_SETTINGS.items()}
+    return Operator(config.id, config, currencies[config.base_currency], currencies, games)
 
 
 @dataclass(frozen=True)

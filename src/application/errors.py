@@ -12,24 +12,14 @@ from typing import Any
 
 
 class PlatformError(Exception):
-    """``PlatformError(code, message, **extra)``.
+    """``PlatformError(code, message, **extra)``: the API answers the code with the status
+    ``api/errors.py`` gives it (``STATUS_OF_CODE``, the one table), the message and extra
+    fields in the error body."""
 
-    The older form ``PlatformError(code, status, message, **extra)`` is still accepted, and
-    its status kept (``legacy_status``), for the call sites not converted yet (the round,
-    items, settlement and Upgrader-check modules, being reshaped in parallel; there a
-    refused debit still carries the status of ``round_view.wallet_refusal``, where a
-    cash-back's refused credit is a ``WalletRefusal``); tests/unit/test_error_statuses.py
-    checks that every literal status given so agrees with the API's table.
-    """
-
-    def __init__(self, code: str, message: str | int, *older: str, **extra: Any) -> None:
-        legacy_status: int | None = None
-        if older:  # the older form: (code, status, message)
-            legacy_status, message = int(message), older[0]
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.code = code
-        self.message = str(message)
-        self.legacy_status = legacy_status
+        self.message = message
         self.extra = extra
 
 

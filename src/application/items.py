@@ -23,11 +23,11 @@ from application.clock import iso_utc
 from application.directory import Operator
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
+from domain.catalog import CatalogItem
 from domain.ids import inventory_item_id
 from domain.inventory import InventoryItem
 from domain.money import Currency, parse_rate, reprice
 from domain.stake_counting import count_item, displayed
-from domain.upgrader_rules import CatalogItem
 
 MAX_ITEMS_PER_ACTION = 20
 

@@ -1,53 +1,30 @@
-"""PlayUpgrader, balance mode: the debit saga (decisions §4, §7).
+"""PlayUpgrader, balance mode: the Upgrader's checks and settle on the wager saga.
 
-1. The action's round id is derived from (operator, player, clientActionId). A known
-   action answers from its record (or 409 when the body differs) before any other check.
-2. All checks pass, then ``Opened`` + ``DebitAttempted`` are saved in one commit: the
-   intent is durable before the wallet hears of it.
-3. The wallet answers:
-   accepted  -> ``WagerDebited`` + ``RoundSettled`` + nonce + item grant, one commit;
-   refused   -> ``RoundVoided`` with the wallet's code;
-   uncertain -> ``DebitUncertain``: 503 now, and the reconciler rolls the attempt back.
-A later retry of an action whose last attempt was uncertain makes the next attempt, with
-the next idempotency key ``{publicId}:{attempt}``.
-
-Once the wallet accepted, the play is finished even when the store is slow: the settle
-gets its own, longer deadline (``in_store_after_money``), and when even that passes, or
-the store fails, the answer is 503 ``OUTCOME_UNKNOWN``, never ``SERVICE_UNAVAILABLE``:
-the settle may still land (a retry then returns the round), or the attempt is rolled back
-after the grace period (a retry then plays it again).
+The saga (``application/wager_saga.py``: open, debit, settle or void or uncertain, roll
+back) is the same for every game; the Upgrader supplies its opening (the checks of
+decisions §7 and what they quoted and pinned), its settle (the roll, the payout and the
+item grant, ``application/settlement.py``) and the debit's reason ``upgrader.wager``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-import anyio
-from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.persistence import IntegrityError
-
-from application.action_locks import (
-    ActionLocks,
-    action_in_progress,
-    fingerprint,
-    idempotency_conflict,
-)
-from application.errors import PlatformError, outcome_unknown
+from application.action_locks import fingerprint
 from application.fairness_service import FairnessService
 from application.opening import round_opening
 from application.platform import Platform
-from application.round_view import play_answer, refused_debit_error, wallet_unavailable
+from application.round_view import recorded_answer
 from application.settlement import settle_round
-from application.sql import StoreUnavailable
-from application.store_calls import StoreOutcomeUnknown, in_store, in_store_after_money
 from application.upgrader import check_target, operator_for_mode, quote
-from application.wallet import Accepted, Refused, WalletClient
+from application.wager_saga import WagerSaga
+from application.wallet import WalletClient
+from application.wallet_refusals import wallet_unavailable
 from domain.ids import round_id
 from domain.round import Round
+from domain.upgrader_round import UpgraderOpening
 
 
 @dataclass(frozen=True)
@@ -62,10 +39,11 @@ class PlayBalance:
     locale: str | None = None
 
 
-DEBITED_NOT_RECORDED = "the wallet accepted the debit and the round is still being recorded"
-
-
 class BalancePlays:
+    """The Upgrader as a :class:`~application.wager_saga.WagerGame`."""
+
+    reason = "upgrader.wager"
+
     def __init__(
         self,
         platform: Platform,
@@ -74,12 +52,8 @@ class BalancePlays:
         wake_reconciler: Any = None,
     ) -> None:
         self.platform = platform
-        self.wallet = wallet
         self.fairness = fairness
-        self.locks = ActionLocks()
-        self.wake_reconciler = wake_reconciler or (lambda: None)
-
-    # -- entry point ----------------------------------------------------------------------
+        self.saga = WagerSaga(platform, wallet, self, wake_reconciler)
 
     async def play(self, command: PlayBalance) -> dict[str, Any]:
         rid = round_id(command.operator_id, command.player_external_id, command.client_action_id)
@@ -91,35 +65,11 @@ class BalancePlays:
             command.target_item_id,
             command.currency or operator.base.code,
         )
-        async with self.locks.hold(rid):
-            # A new action is the common case: open it straight away. A known one shows
-            # itself as a failed check (it may have been valid when it was recorded) or
-            # as a conflicting commit, and then answers from its record.
-            try:
-                opening = self._opening(command, rid, body_print)
-            except PlatformError:
-                existing = await in_store(self._load, rid)
-                if existing is None:
-                    raise
-                return await self._resume(existing, body_print)
-            try:
-                round_, attempt = await in_store(self._open, opening)
-            except IntegrityError:
-                existing = await in_store(self._load, rid)
-                if existing is None:  # pragma: no cover - a commit conflicts with a record
-                    return await self._await_other(rid, body_print)
-                return await self._resume(existing, body_print)
-            return await self._debit(round_, attempt)
+        return await self.saga.play(
+            rid, body_print, lambda: self._opening(command, rid, body_print)
+        )
 
-    # -- steps ------------------------------------------------------------------------------
-
-    def _load(self, rid: UUID) -> Round | None:
-        try:
-            return self.platform.events.repository.get(rid)
-        except AggregateNotFoundError:
-            return None
-
-    def _opening(self, command: PlayBalance, rid: UUID, body_print: str) -> dict[str, Any]:
+    def _opening(self, command: PlayBalance, rid: UUID, body_print: str) -> UpgraderOpening:
         directory = self.platform.directory
         operator = operator_for_mode(directory, command.operator_id, "balance")
         quoted = quote(
@@ -142,122 +92,9 @@ class BalancePlays:
             fingerprint=body_print,
         )
 
-    def _open(self, opening: dict[str, Any]) -> tuple[Round, int]:
-        round_ = Round(opening)
-        attempt = self._attempt(round_)
-        self.platform.events.save(round_)
-        return round_, attempt
+    # -- WagerGame ----------------------------------------------------------------------
 
-    def _attempt(self, round_: Round) -> int:
-        opening = round_.opening
-        key = f"{opening['public_id']}:{round_.last_attempt + 1}"
-        return round_.attempt_debit(
-            key, opening["wager_minor"], opening["currency"], self.platform.clock.now()
-        )
-
-    async def _resume(self, round_: Round, body_print: str) -> dict[str, Any]:
-        if round_.opening["fingerprint"] != body_print:
-            raise idempotency_conflict()
-        if round_.status == "settled":
-            return play_answer(round_.opening, round_.settlement)
-        if round_.status == "voided":
-            raise refused_debit_error(
-                round_.opening["public_id"],
-                round_.voiding["error_code"],
-                round_.voiding["balance_after_minor"],
-            )
-        in_flight = round_.in_flight_attempt
-        if in_flight is not None:
-            started = round_.attempts[in_flight]["at"]
-            grace = self.platform.config.service.uncertain_debit_grace_seconds
-            if self.platform.clock.now() - started < grace:
-                return await self._await_other(round_.id, body_print)
-            await in_store(
-                self._mark_uncertain,
-                round_.id,
-                in_flight,
-                "no answer recorded within the grace period",
-            )
-        round_, attempt = await in_store(self._next_attempt, round_.id)
-        return await self._debit(round_, attempt)
-
-    def _next_attempt(self, rid: UUID) -> tuple[Round, int]:
-        round_ = self.platform.events.repository.get(rid)
-        if round_.status != "open" or round_.in_flight_attempt is not None:
-            raise action_in_progress()
-        attempt = self._attempt(round_)
-        try:
-            self.platform.events.save(round_)
-        except IntegrityError:
-            raise action_in_progress() from None
-        return round_, attempt
-
-    async def _await_other(self, rid: UUID, body_print: str) -> dict[str, Any]:
-        """Another process holds this action: wait (up to the wallet timeout) for its answer."""
-        deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
-        while anyio.current_time() < deadline:
-            round_ = await in_store(self._load, rid)
-            if round_ is not None and round_.opening["fingerprint"] != body_print:
-                raise idempotency_conflict()
-            if round_ is not None and round_.status != "open":
-                return await self._resume(round_, body_print)
-            if round_ is not None and round_.in_flight_attempt is None:
-                return await self._resume(round_, body_print)
-            await asyncio.sleep(0.05)
-        raise action_in_progress()
-
-    async def _debit(self, round_: Round, attempt: int) -> dict[str, Any]:
-        """Ask the wallet; ``round_`` is the aggregate as this process just saved it."""
-        rid = round_.id
-        opening = round_.opening
-        operator = self.platform.directory.operators[opening["operator_id"]]
-        key = round_.attempts[attempt]["key"]
-        outcome = await self.wallet.call(
-            operator.config.wallet_url,
-            operator.config.outbound_secret,
-            operator.id,
-            "wallet.debit",
-            {
-                "playerExternalId": opening["player_external_id"],
-                "amountMinor": opening["wager_minor"],
-                "currency": opening["currency"],
-                "idempotencyKey": key,
-                "roundId": opening["public_id"],
-                "reason": "upgrader.wager",
-            },
-            read_balance_on_refusal=True,  # the refusal's balance is recorded with the void
-        )
-        if isinstance(outcome, Accepted):
-            try:
-                return await in_store_after_money(self._settle, round_, attempt, key, outcome)
-            except StoreOutcomeUnknown:
-                raise outcome_unknown(DEBITED_NOT_RECORDED) from None
-            except PlatformError as exc:
-                if exc.code == "SERVICE_UNAVAILABLE":  # e.g. the nonce stayed contended
-                    raise outcome_unknown(DEBITED_NOT_RECORDED) from None
-                raise
-        if isinstance(outcome, Refused):
-            if not await in_store(self._void, rid, attempt, outcome):
-                # the attempt was declared uncertain meanwhile: answer what is recorded
-                self.wake_reconciler()
-                raise wallet_unavailable()
-            raise refused_debit_error(
-                opening["public_id"], outcome.error_code, outcome.balance_after_minor
-            )
-        # unrecorded, the attempt is declared uncertain after the grace period all the same
-        with contextlib.suppress(StoreUnavailable):
-            await in_store(self._mark_uncertain, rid, attempt, outcome.reason)
-        self.wake_reconciler()
-        raise wallet_unavailable()
-
-    def _settle(self, saved: Round, attempt: int, key: str, outcome: Accepted) -> dict[str, Any]:
-        debit = {
-            "attempt": attempt,
-            "idempotency_key": key,
-            "balance_after_minor": outcome.balance_after_minor,
-            "provider_txn_ref": outcome.provider_txn_ref,
-            "at": self.platform.clock.now(),
-        }
+    def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> dict[str, Any]:
         # The first try settles the aggregate this process saved (no read); if another
         # process changed the round meanwhile, the commit conflicts and later tries
         # read it afresh.
@@ -270,30 +107,5 @@ class BalancePlays:
             debit,
         )
 
-    def _void(self, rid: UUID, attempt: int, outcome: Refused) -> bool:
-        """Record the refusal; False when the attempt is no longer in flight."""
-        for _ in range(5):
-            round_ = self.platform.events.repository.get(rid)
-            if round_.attempt_state(attempt) != "in_flight":
-                return round_.status == "voided"
-            round_.void(
-                attempt, outcome.error_code, outcome.balance_after_minor, self.platform.clock.now()
-            )
-            try:
-                self.platform.events.save(round_)
-                return True
-            except IntegrityError:
-                continue
-        return False
-
-    def _mark_uncertain(self, rid: UUID, attempt: int, reason: str) -> None:
-        for _ in range(5):
-            round_ = self.platform.events.repository.get(rid)
-            if round_.attempt_state(attempt) != "in_flight":
-                return
-            round_.mark_uncertain(attempt, reason, self.platform.clock.now())
-            try:
-                self.platform.events.save(round_)
-                return
-            except IntegrityError:
-                continue
+    def answer(self, round_: Round) -> dict[str, Any]:
+        return recorded_answer(round_)

@@ -22,13 +22,21 @@ from application.fairness_service import FairnessService
 from application.items import check_item_ids, count, load_open_items, sum_uncredited
 from application.opening import round_opening
 from application.platform import Platform
-from application.round_view import play_answer
+from application.round_view import recorded_answer
 from application.settlement import settle_round
 from application.store_calls import StoreOutcomeUnknown, in_store_write
-from application.upgrader import Quote, check_target, operator_for_mode, quote
+from application.upgrader import (
+    Quote,
+    check_chance,
+    check_target,
+    operator_for_mode,
+    quote,
+    upgrader_settings,
+)
 from domain.ids import round_id
 from domain.inventory import InventoryItem, ItemStateError
 from domain.round import Round
+from domain.upgrader_rules import derive_selector_config
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,6 @@ class PlayItems:
 def item_not_owned(number: int) -> PlatformError:
     return PlatformError(
         "UPGRADER_ITEM_NOT_OWNED",
-        422,
         f"inventory item {number} is not this player's or is no longer available",
     )
 
@@ -72,10 +79,7 @@ def stake_quote(
     check_item_ids(stake_ids, "stakeItemIds")
     operator = operator_for_mode(platform.directory, operator_id, "items")
     currency = operator.currency(currency_code)
-    from application.upgrader import check_chance
-    from domain.upgrader_rules import derive_selector_config
-
-    config = derive_selector_config(operator.settings, operator.base, currency)
+    config = derive_selector_config(upgrader_settings(operator), operator.base, currency)
     check_chance(config, chance_bps, for_play=for_play)
     items = load_open_items(platform, operator_id, player, stake_ids, item_not_owned)
     counted = [count(operator, platform.directory.catalog, item, currency) for item in items]
@@ -129,7 +133,7 @@ class ItemsPlays:
             return None
         if round_.opening["fingerprint"] != body_print:
             raise idempotency_conflict()
-        return play_answer(round_.opening, round_.settlement)
+        return recorded_answer(round_)
 
     def _play(self, command: PlayItems, rid: UUID, body_print: str) -> dict[str, Any]:
         # A new action is the common case: check and play it straight away. A recorded
@@ -167,7 +171,8 @@ class ItemsPlays:
             stake_counted_minor=quoted.wager_minor,
             stake_uncredited=uncredited,
         )
-        public_id = opening["public_id"]
+        public_id = opening.public_id
+        recorded = opening.record()
         ids = [i.grant["inventory_item_id"] for i in items]
 
         tries = {"round": 0, "stake": 0}
@@ -177,7 +182,7 @@ class ItemsPlays:
             tries["round"] += 1
             if tries["round"] > 1 and self._existing(rid, body_print) is not None:
                 raise _AlreadyRecorded
-            return Round(opening)
+            return Round(recorded)
 
         def consume(_: Round) -> list[InventoryItem]:
             # the first try consumes the stake as just loaded; a conflict reloads it

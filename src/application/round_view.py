@@ -1,18 +1,17 @@
 """Rounds on the wire (interface 2.1, 2.3, 2.5), rendered only from recorded event data.
 
 The play answer, its idempotent replay, the round history projection and the webhook all
-render from the same two recorded dicts (the round's opening and its settlement), so a
-retry returns the original answer byte for byte.
+render from the same two recorded records (the round's opening and its settlement, typed
+by ``domain/upgrader_round.py``), so a retry returns the original answer byte for byte.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from application.clock import iso_utc
-from application.errors import PlatformError
-from domain.fairness import ALGORITHM_KEY
+from domain.round import Round
+from domain.upgrader_round import Target, UpgraderOpening, UpgraderSettlement, WonItem
 
 ZERO_UNCREDITED = {"priceFallMinor": 0, "priceRiseMinor": 0, "creditsShareMinor": 0}
 
@@ -27,114 +26,78 @@ def uncredited_wire(parts: dict[str, int] | None) -> dict[str, int]:
     }
 
 
-def prize_wire(target: dict[str, Any]) -> dict[str, Any]:
+def prize_wire(target: Target) -> dict[str, Any]:
     return {
-        "itemId": target["item_id"],
-        "name": target["name"],
-        "valueMinor": target["value_minor"],
-        "currency": target["currency"],
-        "imageUrl": target["image_url"],
+        "itemId": target.item_id,
+        "name": target.name,
+        "valueMinor": target.value_minor,
+        "currency": target.currency,
+        "imageUrl": target.image_url,
     }
 
 
-def round_wire(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+def round_wire(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dict[str, Any]:
     return {
-        "publicId": opening["public_id"],
+        "publicId": opening.public_id,
         "status": "settled",
-        "mode": opening["mode"],
-        "betMinor": opening["wager_minor"],
-        "payoutMinor": settlement["payout_minor"],
-        "currency": opening["currency"],
-        "chanceBps": opening["chance_bps"],
-        "feeBps": opening["fee_bps"],
-        "rolledBps": settlement["rolled_bps"],
-        "isWin": settlement["is_win"],
-        "target": prize_wire(opening["target"]),
+        "mode": opening.mode,
+        "betMinor": opening.wager_minor,
+        "payoutMinor": settlement.payout_minor,
+        "currency": opening.currency,
+        "chanceBps": opening.chance_bps,
+        "feeBps": opening.fee_bps,
+        "rolledBps": settlement.rolled_bps,
+        "isWin": settlement.is_win,
+        "target": prize_wire(opening.target),
         "fairness": {
-            "serverSeedHash": settlement["server_seed_hash"],
-            "clientSeed": settlement["client_seed"],
-            "nonce": settlement["nonce"],
-            "algorithmKey": settlement.get("algorithm_key", ALGORITHM_KEY),
+            "serverSeedHash": settlement.server_seed_hash,
+            "clientSeed": settlement.client_seed,
+            "nonce": settlement.nonce,
+            "algorithmKey": settlement.algorithm,
         },
-        "nuggetsAwardedMinor": settlement["nuggets_minor"],
-        "settledAt": iso_utc(settlement["settled_at"]),
+        "nuggetsAwardedMinor": settlement.nuggets_minor,
+        "settledAt": iso_utc(settlement.settled_at),
     }
 
 
-def voided_round_wire(public_id: str) -> dict[str, str]:
-    return {"publicId": public_id, "status": "voided"}
-
-
-def won_item_wire(won: dict[str, Any] | None) -> dict[str, Any] | None:
+def won_item_wire(won: WonItem | None) -> dict[str, Any] | None:
     if won is None:
         return None
     return {
-        "inventoryItemId": won["inventory_item_id"],
-        "itemId": won["item_id"],
-        "name": won["name"],
-        "cashbackMinor": won["cashback_minor"],
-        "cashbackUncredited": uncredited_wire(won["cashback_uncredited"]),
-        "currency": won["currency"],
+        "inventoryItemId": won.inventory_item_id,
+        "itemId": won.item_id,
+        "name": won.name,
+        "cashbackMinor": won.cashback_minor,
+        "cashbackUncredited": uncredited_wire(won.cashback_uncredited),
+        "currency": won.currency,
         "state": "unresolved",
     }
 
 
-def facts_wire(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+def facts_wire(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dict[str, Any]:
     return {
-        "currency": opening["currency"],
+        "currency": opening.currency,
         "reels": [],
         "deal": {
-            "stakeCountedMinor": settlement["stake_counted_minor"],
-            "stakeUncredited": uncredited_wire(settlement.get("stake_uncredited")),
-            "nuggetsAwardedMinor": settlement["nuggets_minor"],
+            "stakeCountedMinor": settlement.stake_counted_minor,
+            "stakeUncredited": uncredited_wire(settlement.uncredited_stake),
+            "nuggetsAwardedMinor": settlement.nuggets_minor,
         },
     }
 
 
-def play_answer(opening: dict[str, Any], settlement: dict[str, Any]) -> dict[str, Any]:
+def play_answer(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "round": round_wire(opening, settlement),
-        "wonItem": won_item_wire(settlement["won_item"]),
+        "wonItem": won_item_wire(settlement.won_item),
     }
-    if opening["mode"] == "items":
-        answer["stake"] = opening["stake"]
-    answer["balanceAfterMinor"] = settlement["balance_after_minor"]
+    if opening.mode == "items":
+        answer["stake"] = opening.stake
+    answer["balanceAfterMinor"] = settlement.balance_after_minor
     answer["facts"] = facts_wire(opening, settlement)
     return answer
 
 
-WALLET_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
-
-
-def wallet_refusal(wallet_code: str, move: str) -> tuple[str, int, str]:
-    """(code, status, message) of a wallet's refusal of ``move`` (decisions §4): the
-    wallet's own code, ``PLAYER_BLOCKED`` 403 and any other well-formed code 422; a code
-    that is not ``^[A-Z][A-Z0-9_]{0,63}$`` is not echoed: 422 ``WALLET_REFUSED``."""
-    if wallet_code in ("INSUFFICIENT_FUNDS", "PLAYER_BLOCKED"):
-        status = 403 if wallet_code == "PLAYER_BLOCKED" else 422
-        return wallet_code, status, f"the wallet refused the {move}"
-    if WALLET_CODE.fullmatch(wallet_code):
-        return wallet_code, 422, f"the wallet refused the {move} with {wallet_code}"
-    return "WALLET_REFUSED", 422, f"the wallet refused the {move} with a malformed error code"
-
-
-def refused_debit_error(
-    public_id: str, wallet_code: str, balance_after_minor: int | None
-) -> PlatformError:
-    """The refused debit's error (decisions §4), with the voided round."""
-    code, status, message = wallet_refusal(wallet_code, "debit")
-    return PlatformError(
-        code,
-        status,
-        message,
-        round=voided_round_wire(public_id),
-        balanceAfterMinor=balance_after_minor,
-    )
-
-
-def wallet_unavailable() -> PlatformError:
-    return PlatformError(
-        "WALLET_UNAVAILABLE",
-        503,
-        "the wallet did not confirm the debit; nothing is kept, retry the action",
-    )
+def recorded_answer(round_: Round) -> dict[str, Any]:
+    """The play answer of a settled round, from its recorded opening and settlement."""
+    return play_answer(UpgraderOpening.of(round_.opening), UpgraderSettlement.of(round_.settlement))

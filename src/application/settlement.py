@@ -1,4 +1,5 @@
-"""Settling a round: the nonce, the roll, the payout and the item grant in one commit."""
+"""The Upgrader's settle: the nonce, the roll, the payout and the item grant, saved with
+the round's settle in one commit by the shared ``application/round_settle.py``."""
 
 from __future__ import annotations
 
@@ -7,46 +8,41 @@ from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError
-
-from application.errors import PlatformError
 from application.fairness_service import FairnessService
 from application.platform import Platform
-from application.round_view import play_answer, wallet_unavailable
+from application.round_settle import Drawn, settle_with_retries
+from application.round_view import play_answer, recorded_answer
 from domain.fairness import ALGORITHM_KEY, is_win, roll
 from domain.ids import inventory_item_number
 from domain.inventory import InventoryItem
 from domain.money import Currency, parse_rate
 from domain.round import Round
 from domain.stake_counting import count_item, displayed
+from domain.upgrader_round import UpgraderOpening, UpgraderSettlement, WonItem
 
-SETTLE_ATTEMPTS = 10
 
-
-def round_currencies(opening: dict[str, Any]) -> tuple[Currency, Currency]:
+def round_currencies(opening: UpgraderOpening) -> tuple[Currency, Currency]:
     """The base currency and the round's currency at the rate the round pinned."""
-    base = Currency(
-        code=opening["base_currency"], rate=Fraction(1), exponent=opening["base_exponent"]
-    )
+    base = Currency(code=opening.base_currency, rate=Fraction(1), exponent=opening.base_exponent)
     currency = Currency(
-        code=opening["currency"],
-        rate=parse_rate(opening["fx_rate"]),
-        exponent=opening["currency_exponent"],
+        code=opening.currency,
+        rate=parse_rate(opening.fx_rate),
+        exponent=opening.currency_exponent,
     )
     return base, currency
 
 
-def cashback_estimate(opening: dict[str, Any]) -> tuple[int | None, dict[str, int] | None]:
+def cashback_estimate(opening: UpgraderOpening) -> tuple[int | None, dict[str, int] | None]:
     """What the won target could cash back now, at the round's pinned rate (decisions §5)."""
-    if opening["target_cashback_bps"] is None:
+    if opening.target_cashback_bps is None:
         return None, None
-    grant = opening["target_value_base_minor"]
+    grant = opening.target_value_base_minor
     counted = count_item(
         grant,
         grant,
-        opening["target_collectible"],
-        opening["target_cashback_bps"],
-        opening["credits_share_bps"],
+        opening.target_collectible,
+        opening.target_cashback_bps,
+        opening.credits_share_bps,
     )
     base, currency = round_currencies(opening)
     minor, parts = displayed(counted, base, currency)
@@ -57,69 +53,88 @@ def cashback_estimate(opening: dict[str, Any]) -> tuple[int | None, dict[str, in
     }
 
 
-def _grant(opening: dict[str, Any], round_uuid: UUID, at: float) -> tuple[InventoryItem, dict]:
+def _grant(opening: UpgraderOpening, round_uuid: UUID, at: float) -> tuple[InventoryItem, WonItem]:
     number = inventory_item_number(round_uuid)
     cashback_minor, cashback_parts = cashback_estimate(opening)
-    target = opening["target"]
+    target = opening.target
     item = InventoryItem(
         {
             "inventory_item_id": number,
-            "operator_id": opening["operator_id"],
-            "player_external_id": opening["player_external_id"],
-            "item_id": target["item_id"],
-            "name": target["name"],
-            "grant_value_base_minor": opening["target_value_base_minor"],
-            "value_minor": target["value_minor"],
-            "currency": opening["currency"],
-            "currency_exponent": opening["currency_exponent"],
-            "base_currency": opening["base_currency"],
-            "base_exponent": opening["base_exponent"],
-            "fx_rate": opening["fx_rate"],
-            "cashback_bps": opening["target_cashback_bps"],
-            "collectible": opening["target_collectible"],
-            "round_public_id": opening["public_id"],
+            "operator_id": opening.operator_id,
+            "player_external_id": opening.player_external_id,
+            "item_id": target.item_id,
+            "name": target.name,
+            "grant_value_base_minor": opening.target_value_base_minor,
+            "value_minor": target.value_minor,
+            "currency": opening.currency,
+            "currency_exponent": opening.currency_exponent,
+            "base_currency": opening.base_currency,
+            "base_exponent": opening.base_exponent,
+            "fx_rate": opening.fx_rate,
+            "cashback_bps": opening.target_cashback_bps,
+            "collectible": opening.target_collectible,
+            "round_public_id": opening.public_id,
             "granted_at": at,
         }
     )
-    won = {
-        "inventory_item_id": number,
-        "item_id": target["item_id"],
-        "name": target["name"],
-        "cashback_minor": cashback_minor,
-        "cashback_uncredited": cashback_parts,
-        "currency": opening["currency"],
-    }
+    won = WonItem(
+        inventory_item_id=number,
+        item_id=target.item_id,
+        name=target.name,
+        cashback_minor=cashback_minor,
+        cashback_uncredited=cashback_parts,
+        currency=opening.currency,
+    )
     return item, won
 
 
 def settlement_record(
-    opening: dict[str, Any],
+    opening: UpgraderOpening,
     pair: Any,
     nonce: int,
     rolled: int,
-    won_item: dict[str, Any] | None,
+    won_item: WonItem | None,
     balance_after_minor: int | None,
     now: float,
-) -> dict[str, Any]:
+) -> UpgraderSettlement:
     """The ``RoundSettled`` record of a round rolled ``rolled`` with ``pair``'s seeds at
     ``nonce`` (the event's shape; the audit re-derives every field of it)."""
-    won = is_win(rolled, opening["chance_bps"])
-    lost_with_nuggets = opening["no_loss"] and not won
-    return {
-        "server_seed_hash": pair.server_seed_hash,
-        "client_seed": pair.client_seed,
-        "nonce": nonce,
-        "algorithm_key": ALGORITHM_KEY,
-        "rolled_bps": rolled,
-        "is_win": won,
-        "payout_minor": opening["target"]["value_minor"] if won else 0,
-        "nuggets_minor": opening["wager_minor"] if lost_with_nuggets else 0,
-        "stake_counted_minor": opening.get("stake_counted_minor", opening["wager_minor"]),
-        "stake_uncredited": opening.get("stake_uncredited"),
-        "won_item": won_item,
-        "balance_after_minor": balance_after_minor,
-        "settled_at": now,
-    }
+    won = is_win(rolled, opening.chance_bps)
+    lost_with_nuggets = opening.no_loss and not won
+    return UpgraderSettlement(
+        server_seed_hash=pair.server_seed_hash,
+        client_seed=pair.client_seed,
+        nonce=nonce,
+        algorithm_key=ALGORITHM_KEY,
+        rolled_bps=rolled,
+        is_win=won,
+        payout_minor=opening.target.value_minor if won else 0,
+        nuggets_minor=opening.wager_minor if lost_with_nuggets else 0,
+        stake_counted_minor=opening.counted_stake_minor,
+        stake_uncredited=opening.uncredited_stake,
+        won_item=won_item,
+        balance_after_minor=balance_after_minor,
+        settled_at=now,
+    )
+
+
+def upgrader_draw(
+    platform: Platform, fairness: FairnessService, round_: Round, balance_after: int | None
+) -> Drawn:
+    """The Upgrader's draw: the player's next nonce, the roll, and on a win the target
+    granted as an inventory item."""
+    opening = UpgraderOpening.of(round_.opening)
+    pair = fairness.load_or_begin(opening.operator_id, opening.player_external_id)
+    nonce = pair.use_nonce(opening.public_id)
+    rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
+    now = platform.clock.now()
+    changed: list[Any] = [pair]
+    won_item = None
+    if is_win(rolled, opening.chance_bps):
+        item, won_item = _grant(opening, round_.id, now)
+        changed.append(item)
+    settlement = settlement_record(opening, pair, nonce, rolled, won_item, balance_after, now)
+    return Drawn(settlement, changed, play_answer(opening, settlement))
 
 
 def settle_round(
@@ -130,49 +145,20 @@ def settle_round(
     debit: dict[str, Any] | None,
     extra: Callable[[Round], list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Roll and record; retried when another round of the player took the nonce first.
+    """Roll and record (``round_settle.settle_with_retries``: retried when another round
+    of the player took the nonce first).
 
     ``load_round`` gives the round afresh on every try (balance mode: the recorded one;
     items mode: a new one, created in this same commit). Balance mode passes the accepted
     ``debit``; items mode passes ``extra``, which returns the consumed stake's aggregates
     to save in the same commit.
     """
-    for _ in range(SETTLE_ATTEMPTS):
-        round_ = load_round()
-        rid = round_.id
-        if round_.status == "settled":
-            return play_answer(round_.opening, round_.settlement)
-        if attempt is not None and round_.attempt_state(attempt) != "in_flight":
-            raise wallet_unavailable()
-        opening = round_.opening
-        pair = fairness.load_or_begin(opening["operator_id"], opening["player_external_id"])
-        nonce = pair.use_nonce(opening["public_id"])
-        rolled = roll(fairness.server_seed(pair.server_seed_hash), pair.client_seed, nonce)
-        won_round = is_win(rolled, opening["chance_bps"])
-        now = platform.clock.now()
-        aggregates: list[Any] = [round_, pair]
-        won_item = None
-        if won_round:
-            item, won_item = _grant(opening, rid, now)
-            aggregates.append(item)
-        settlement = settlement_record(
-            opening,
-            pair,
-            nonce,
-            rolled,
-            won_item,
-            debit["balance_after_minor"] if debit else None,
-            now,
-        )
-        if debit is not None:
-            round_.settle(debit, settlement)
-        else:
-            round_.settle_without_debit(settlement)
-        if extra is not None:
-            aggregates.extend(extra(round_))
-        try:
-            platform.events.save(*aggregates)
-        except IntegrityError:
-            continue
-        return play_answer(opening, settlement)
-    raise PlatformError("SERVICE_UNAVAILABLE", 503, "the round could not be recorded; retry")
+    return settle_with_retries(
+        platform,
+        load_round,
+        attempt,
+        debit,
+        lambda round_, balance: upgrader_draw(platform, fairness, round_, balance),
+        recorded_answer,
+        extra,
+    )

@@ -11,20 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.directory import Directory, Operator
-from application.errors import PlatformError, game_disabled, validation_error
-from domain.money import Currency, reprice
+from application.errors import PlatformError, validation_error
+from domain.catalog import CatalogItem, Prize, prize_of
+from domain.money import Currency
+from domain.refusals import Refusal
+from domain.upgrader_checks import (
+    GAME_KEY,
+    chance_refusal,
+    game_refusal,
+    mode_refusal,
+    target_refusal,
+    wager_refusal,
+)
 from domain.upgrader_rules import (
     Band,
-    CatalogItem,
-    Prize,
     SelectorConfig,
+    UpgraderSettings,
     derive_selector_config,
-    is_eligible,
-    prize_of,
     target_band,
 )
 
-GAME_KEY = "upgrader"
+
+def upgrader_settings(operator: Operator) -> UpgraderSettings:
+    """The operator's Upgrader settings (``Operator.games``)."""
+    return operator.games[GAME_KEY]
 
 
 @dataclass(frozen=True)
@@ -37,44 +47,28 @@ class Quote:
     band: Band
 
     def prizes(self, directory: Directory, locale: str | None) -> list[Prize]:
-        limit = self.operator.settings.prize_list_limit
+        limit = upgrader_settings(self.operator).prize_list_limit
         return directory.price_index(self.operator, self.currency).select(self.band, locale, limit)
+
+
+def refuse(refusal: Refusal | None) -> None:
+    """Raise ``refusal`` (if any) as the application's error."""
+    if refusal is not None:
+        raise PlatformError(refusal.code, refusal.message)
 
 
 def operator_for_mode(directory: Directory, operator_id: str, mode: str) -> Operator:
     operator = directory.operators[operator_id]
-    if not operator.game_enabled(GAME_KEY):
-        raise game_disabled()
-    enabled = operator.settings.balance_mode if mode == "balance" else operator.settings.items_mode
-    if not enabled:
-        raise PlatformError(
-            "UPGRADER_MODE_DISABLED",
-            403,
-            f"the Upgrader's {mode} mode is switched off for this operator",
-        )
+    refuse(game_refusal(operator.config.enabled_games))
+    refuse(mode_refusal(upgrader_settings(operator), mode))
     return operator
 
 
 def check_chance(config: SelectorConfig, chance_bps: int, *, for_play: bool) -> None:
-    if chance_bps in config.chance_presets_bps:
-        return
-    message = (
-        f"chanceBps {chance_bps} is not one of the offered presets "
-        f"{list(config.chance_presets_bps)}"
-    )
-    if for_play:
-        raise PlatformError("UPGRADER_CHANCE_INVALID", 422, message)
-    raise validation_error(f"chanceBps: {message}")
-
-
-def check_wager(config: SelectorConfig, wager_minor: int) -> None:
-    if not config.min_wager_minor <= wager_minor <= config.max_wager_minor:
-        raise PlatformError(
-            "UPGRADER_WAGER_OUT_OF_RANGE",
-            422,
-            f"wager {wager_minor} is outside {config.min_wager_minor}..{config.max_wager_minor} "
-            f"{config.currency}",
-        )
+    refusal = chance_refusal(config, chance_bps)
+    if refusal is not None and not for_play:  # a quote's chance is a malformed field
+        raise validation_error(f"chanceBps: {refusal.message}")
+    refuse(refusal)
 
 
 def quote(
@@ -87,10 +81,10 @@ def quote(
 ) -> Quote:
     """Currency, chance and wager checks (in that order), then the band."""
     currency = operator.currency(currency_code)
-    config = derive_selector_config(operator.settings, operator.base, currency)
+    settings = upgrader_settings(operator)
+    config = derive_selector_config(settings, operator.base, currency)
     check_chance(config, chance_bps, for_play=for_play)
-    check_wager(config, wager_minor)
-    settings = operator.settings
+    refuse(wager_refusal(config, wager_minor))
     band = target_band(
         wager_minor,
         settings.house_edge_bps,
@@ -105,13 +99,7 @@ def check_target(
     quoted: Quote, catalog: dict[int, CatalogItem], target_item_id: int, locale: str | None
 ) -> tuple[CatalogItem, Prize]:
     item = catalog.get(target_item_id)
-    if item is not None and is_eligible(item):
-        value = reprice(item.value_minor, quoted.operator.base, quoted.currency)
-        if quoted.band.contains(value):
-            return item, prize_of(item, quoted.operator.base, quoted.currency, locale)
-    raise PlatformError(
-        "UPGRADER_PRIZE_OUT_OF_RANGE",
-        422,
-        f"item {target_item_id} is not an eligible prize in the band "
-        f"{quoted.band.lower_minor}..{quoted.band.upper_minor} {quoted.currency.code}",
-    )
+    base, currency = quoted.operator.base, quoted.currency
+    refuse(target_refusal(item, target_item_id, quoted.band, base, currency))
+    assert item is not None  # refused above otherwise
+    return item, prize_of(item, base, currency, locale)

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from domain.catalog import CatalogItem
 from domain.fairness import MAX_DRAW_SPACE
-from domain.upgrader_rules import CatalogItem
 
 BPS = 10000
 MAX_TOTAL_TICKETS = MAX_DRAW_SPACE

@@ -18,6 +18,14 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.config_history import NAMESPACE
+from domain.wallet_attempts import (
+    CREDIT,
+    CREDITED,
+    REFUSED,
+    UNCERTAIN,
+    AttemptStateError,
+    WalletAttempts,
+)
 
 
 def cashout_id(operator_id: str, player: str, client_action_id: str) -> UUID:
@@ -31,12 +39,16 @@ def cashout_public_id(uuid: UUID) -> str:
     return f"c_{uuid.hex}"
 
 
-class CashoutStateError(Exception):
+class CashoutStateError(AttemptStateError):
     pass
 
 
 class Cashout(Aggregate):
-    """States: requested (attempt in flight / uncertain) -> credited | refused."""
+    """States: requested (attempt in flight / uncertain) -> credited | refused.
+
+    Its credit attempts follow the shared :class:`~domain.wallet_attempts.WalletAttempts`
+    machine (``CREDIT`` rules: an uncertain credit is re-sent with the same key).
+    """
 
     TOPIC = "domain.cashout:Cashout"
 
@@ -53,24 +65,21 @@ class Cashout(Aggregate):
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
         self.status = "requested"
-        self.attempts: dict[int, dict[str, Any]] = {}
+        self.attempts = WalletAttempts(CREDIT, CashoutStateError)
         self.outcome: dict[str, Any] | None = None
 
     @property
     def last_attempt(self) -> int:
-        return max(self.attempts, default=0)
+        return self.attempts.last
 
     def attempt_state(self, attempt: int) -> str | None:
-        entry = self.attempts.get(attempt)
-        return None if entry is None else entry["state"]
+        return self.attempts.state(attempt)
 
     def attempt_credit(self, request: dict[str, Any], at: float) -> int:
         """Start the next credit attempt with (possibly re-priced) ``request``."""
-        if self.status == "credited" or any(
-            e["state"] in ("in_flight", "uncertain") for e in self.attempts.values()
-        ):
-            raise CashoutStateError("a credit is already under way or done")
-        attempt = self.last_attempt + 1
+        attempt = self.attempts.check_next(
+            idle=self.status != "credited" and not self.attempts.under_way
+        )
         key = f"{request['public_id']}:{attempt}"
         self._credit_attempted(attempt=attempt, idempotency_key=key, request=request, at=at)
         return attempt
@@ -81,22 +90,20 @@ class Cashout(Aggregate):
     ) -> None:
         self.request = request
         self.status = "requested"
-        self.attempts[attempt] = {"state": "in_flight", "key": idempotency_key, "at": at}
+        self.attempts.begin(attempt, idempotency_key, at)
 
     def mark_uncertain(self, attempt: int, reason: str, at: float) -> None:
-        if self.attempt_state(attempt) != "in_flight":
-            raise CashoutStateError(f"attempt {attempt} is not in flight")
+        self.attempts.check_move(attempt, UNCERTAIN)
         self._credit_uncertain(attempt=attempt, reason=reason, at=at)
 
     @event("CreditUncertain", topic="domain.cashout:Cashout.CreditUncertain")
     def _credit_uncertain(self, attempt: int, reason: str, at: float) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
+        self.attempts.move(attempt, UNCERTAIN)
 
     def credit(
         self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
     ) -> None:
-        if self.attempt_state(attempt) not in ("in_flight", "uncertain"):
-            raise CashoutStateError(f"attempt {attempt} cannot be credited")
+        self.attempts.check_move(attempt, CREDITED)
         self._credited(
             attempt=attempt,
             balance_after_minor=balance_after_minor,
@@ -108,15 +115,14 @@ class Cashout(Aggregate):
     def _credited(
         self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
     ) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "credited"}
+        self.attempts.move(attempt, CREDITED)
         self.status = "credited"
         self.outcome = {"balance_after_minor": balance_after_minor, "at": at}
 
     def refuse(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:
-        if self.attempt_state(attempt) not in ("in_flight", "uncertain"):
-            raise CashoutStateError(f"attempt {attempt} cannot be refused")
+        self.attempts.check_move(attempt, REFUSED)
         self._credit_refused(
             attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
         )
@@ -125,7 +131,7 @@ class Cashout(Aggregate):
     def _credit_refused(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "refused"}
+        self.attempts.move(attempt, REFUSED)
         self.status = "refused"
         self.outcome = {
             "error_code": error_code,

@@ -16,14 +16,42 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.ids import round_id
+from domain.records import Record
+from domain.wallet_attempts import (
+    DEBIT,
+    DEBITED,
+    REFUSED,
+    ROLLED_BACK,
+    UNCERTAIN,
+    AttemptStateError,
+    WalletAttempts,
+)
 
 
-class RoundStateError(Exception):
+class RoundTerms(Record, frozen=True, kw_only=True):
+    """The first keys of every game's opening: who plays which action, in which mode,
+    and the bet the wallet is asked for. A game's opening record extends it."""
+
+    operator_id: str
+    player_external_id: str
+    client_action_id: str
+    public_id: str
+    mode: str
+    fingerprint: str  # the action's body print: a copy with another body is a conflict
+    wager_minor: int
+    currency: str
+
+
+class RoundStateError(AttemptStateError):
     """A move the round's state does not allow (a programming or concurrency fault)."""
 
 
 class Round(Aggregate):
-    """States: open (an attempt in flight or uncertain) -> settled | voided."""
+    """States: open (an attempt in flight or uncertain) -> settled | voided.
+
+    The round's rules are the status; its debit attempts follow the shared
+    :class:`~domain.wallet_attempts.WalletAttempts` machine (``DEBIT`` rules).
+    """
 
     TOPIC = "domain.round:Round"
 
@@ -40,7 +68,7 @@ class Round(Aggregate):
     def __init__(self, opening: dict[str, Any]) -> None:
         self.opening = opening
         self.status = "open"
-        self.attempts: dict[int, dict[str, Any]] = {}
+        self.attempts = WalletAttempts(DEBIT, RoundStateError)
         self.settlement: dict[str, Any] | None = None
         self.voiding: dict[str, Any] | None = None
 
@@ -48,28 +76,31 @@ class Round(Aggregate):
 
     @property
     def last_attempt(self) -> int:
-        return max(self.attempts, default=0)
+        return self.attempts.last
 
     def attempt_state(self, attempt: int) -> str | None:
-        entry = self.attempts.get(attempt)
-        return None if entry is None else entry["state"]
+        return self.attempts.state(attempt)
 
     @property
     def in_flight_attempt(self) -> int | None:
-        last = self.last_attempt
-        return last if last and self.attempt_state(last) == "in_flight" else None
+        return self.attempts.in_flight
 
     def uncertain_attempts(self) -> list[int]:
-        return [a for a, entry in self.attempts.items() if entry["state"] == "uncertain"]
+        return self.attempts.in_state(UNCERTAIN)
+
+    @property
+    def balance_after_minor(self) -> int | None:
+        debited = self.attempts.in_state(DEBITED)
+        return self.attempts[debited[0]].balance_after_minor if debited else None
 
     # -- moves ----------------------------------------------------------------------------
 
     def attempt_debit(
         self, idempotency_key: str, amount_minor: int, currency: str, at: float
     ) -> int:
-        if self.status != "open" or self.in_flight_attempt is not None:
-            raise RoundStateError("a debit can only be attempted on an open, idle round")
-        attempt = self.last_attempt + 1
+        attempt = self.attempts.check_next(
+            idle=self.status == "open" and self.attempts.in_flight is None
+        )
         self._debit_attempted(
             attempt=attempt,
             idempotency_key=idempotency_key,
@@ -83,46 +114,43 @@ class Round(Aggregate):
     def _debit_attempted(
         self, attempt: int, idempotency_key: str, amount_minor: int, currency: str, at: float
     ) -> None:
-        self.attempts[attempt] = {"state": "in_flight", "key": idempotency_key, "at": at}
+        self.attempts.begin(attempt, idempotency_key, at)
 
     def mark_uncertain(self, attempt: int, reason: str, at: float) -> None:
-        if self.attempt_state(attempt) != "in_flight":
-            raise RoundStateError(f"attempt {attempt} is not in flight")
+        self.attempts.check_move(attempt, UNCERTAIN)
         self._debit_uncertain(attempt=attempt, reason=reason, at=at)
 
     @event("DebitUncertain", topic="domain.round:Round.DebitUncertain")
     def _debit_uncertain(self, attempt: int, reason: str, at: float) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "uncertain"}
+        self.attempts.move(attempt, UNCERTAIN)
 
     def record_rollback(self, attempt: int, at: float) -> None:
-        if self.attempt_state(attempt) != "uncertain":
-            raise RoundStateError(f"attempt {attempt} has no uncertain debit to roll back")
+        self.attempts.check_move(attempt, ROLLED_BACK)
         self._wager_rolled_back(attempt=attempt, at=at)
 
     @event("WagerRolledBack", topic="domain.round:Round.WagerRolledBack")
     def _wager_rolled_back(self, attempt: int, at: float) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "rolled_back"}
+        self.attempts.move(attempt, ROLLED_BACK)
 
     def escalate_rollback(self, attempt: int, at: float) -> None:
-        if self.attempt_state(attempt) != "uncertain":
-            raise RoundStateError(f"attempt {attempt} has no uncertain debit")
+        self.attempts.check_escalate(attempt)
         self._rollback_escalated(attempt=attempt, at=at)
 
     @event("RollbackEscalated", topic="domain.round:Round.RollbackEscalated")
     def _rollback_escalated(self, attempt: int, at: float) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "escalated": True}
+        self.attempts.escalate(attempt)
 
     def settle(self, debit: dict[str, Any], settlement: dict[str, Any]) -> None:
         """Record the accepted debit and the roll's outcome (one save with the grant)."""
-        attempt = debit["attempt"]
-        if self.status != "open" or self.attempt_state(attempt) != "in_flight":
-            raise RoundStateError("only the in-flight attempt of an open round can settle")
+        self._check_open()
+        self.attempts.check_move(debit["attempt"], DEBITED)
         self._wager_debited(**debit)
         self._round_settled(settlement=settlement)
 
     def settle_without_debit(self, settlement: dict[str, Any]) -> None:
         """Items mode: the stake is consumed, no wallet call."""
-        if self.status != "open" or self.attempts:
+        self._check_open()
+        if self.attempts:
             raise RoundStateError("only a fresh items-mode round settles without a debit")
         self._round_settled(settlement=settlement)
 
@@ -135,11 +163,7 @@ class Round(Aggregate):
         provider_txn_ref: str | None,
         at: float,
     ) -> None:
-        self.attempts[attempt] = {
-            **self.attempts[attempt],
-            "state": "debited",
-            "balance_after_minor": balance_after_minor,
-        }
+        self.attempts.move(attempt, DEBITED, balance_after_minor)
 
     @event("RoundSettled", topic="domain.round:Round.RoundSettled")
     def _round_settled(self, settlement: dict[str, Any]) -> None:
@@ -149,8 +173,8 @@ class Round(Aggregate):
     def void(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:
-        if self.status != "open" or self.attempt_state(attempt) != "in_flight":
-            raise RoundStateError("only the in-flight attempt of an open round can be refused")
+        self._check_open()
+        self.attempts.check_move(attempt, REFUSED)
         self._round_voided(
             attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
         )
@@ -159,7 +183,7 @@ class Round(Aggregate):
     def _round_voided(
         self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
     ) -> None:
-        self.attempts[attempt] = {**self.attempts[attempt], "state": "refused"}
+        self.attempts.move(attempt, REFUSED)
         self.status = "voided"
         self.voiding = {
             "error_code": error_code,
@@ -167,9 +191,6 @@ class Round(Aggregate):
             "at": at,
         }
 
-    @property
-    def balance_after_minor(self) -> int | None:
-        for entry in self.attempts.values():
-            if entry["state"] == "debited":
-                return entry.get("balance_after_minor")
-        return None
+    def _check_open(self) -> None:
+        if self.status != "open":
+            raise RoundStateError(f"the round is {self.status}, not open")

@@ -1,5 +1,7 @@
 """Upgrader rules: chance limits, selector config, target band and prize list (decisions §2).
 
+The catalogue's own types (item, prize, localised name, eligibility) are in ``domain/catalog.py``.
+
 All arithmetic is on integers (bps, percent, minor units); the band is computed in the
 currency the wager is given in. Catalogue values are in the operator's base currency and
 are repriced (exact, then half-even) before they are compared with the band.
@@ -12,6 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from domain.catalog import (
+    CatalogItem,
+    Prize,
+    is_eligible,
+    localised_name,
+    normalised_locale,
+    prize_of,
+)
 from domain.money import Currency, reprice
 
 BPS = 10000
@@ -144,72 +154,6 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogItem:
-    """A catalogue item; ``value_minor`` is in the operator's base currency."""
-
-    item_id: int
-    names: tuple[tuple[str, str], ...]
-    value_minor: int
-    image_url: str | None
-    active: bool
-    fulfillable: bool
-    cashback_bps: int | None
-    collectible: bool
-
-
-def _norm(locale: str) -> str:
-    return locale.strip().replace("_", "-").lower()
-
-
-def localised_name(names: tuple[tuple[str, str], ...], locale: str | None) -> str:
-    """The best copy of a name for any locale string (interface 4.2: any value is served).
-
-    Order: exact locale (case-insensitive, ``_`` same as ``-``); the requested language
-    alone (``de-AT`` -> ``de``); another region of that language (``de-DE``); then the
-    same three steps for ``en``; then the first pair. No names at all gives ``""``.
-    """
-    normalised = [(_norm(loc), name) for loc, name in names]
-    requested = _norm(locale) if locale is not None else ""
-    for want in (requested, "en") if requested else ("en",):
-        language = want.split("-", 1)[0]
-        for exact in (want, language):
-            for loc, name in normalised:
-                if loc == exact:
-                    return name
-        for loc, name in normalised:
-            if loc.split("-", 1)[0] == language:
-                return name
-    return names[0][1] if names else ""
-
-
-@dataclass(frozen=True, slots=True)
-class Prize:
-    """The prize object of interface 2.2; ``value_minor`` is in ``currency``."""
-
-    item_id: int
-    name: str
-    value_minor: int
-    currency: str
-    image_url: str | None
-
-
-def prize_of(item: CatalogItem, base: Currency, currency: Currency, locale: str | None) -> Prize:
-    """An item as a prize in ``currency`` (repriced half-even) with its localised name."""
-    return Prize(
-        item_id=item.item_id,
-        name=localised_name(item.names, locale),
-        value_minor=reprice(item.value_minor, base, currency),
-        currency=currency.code,
-        image_url=item.image_url,
-    )
-
-
-def is_eligible(item: CatalogItem) -> bool:
-    """Whether an item may be a target at all: active and fulfillable."""
-    return item.active and item.fulfillable
-
-
 def select_prizes(
     catalog: Iterable[CatalogItem],
     band: Band,
@@ -252,14 +196,14 @@ class PriceIndex:
         # for each locale the catalogue names (normalised): a bounded set, whatever the
         # requests ask for. Any other locale string builds just the slice it is sent.
         self._prizes: dict[str | None, list[Prize]] = {}
-        self._locales = {_norm(loc) for item in self.items for loc, _ in item.names}
+        self._locales = {normalised_locale(loc) for item in self.items for loc, _ in item.names}
 
     def select(self, band: Band, locale: str | None, limit: int) -> list[Prize]:
         """In-band items, highest value first, ties by ``item_id`` ascending, at most ``limit``."""
         low = bisect_left(self.values, band.lower_minor)
         high = bisect_right(self.values, band.upper_minor)
         start = max(low, high - max(limit, 0))
-        key = None if locale is None else _norm(locale)
+        key = None if locale is None else normalised_locale(locale)
         prizes = self._prizes.get(key)
         if prizes is None:
             if key is not None and key not in self._locales:

@@ -54,6 +54,7 @@ from application.round_view import play_answer
 from application.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round
+from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, floats, net_insert_delete, on_postgres
 
@@ -91,15 +92,15 @@ def webhook_id(round_id: UUID) -> str:
     return str(uuid5(round_id, WEBHOOK_TYPE))
 
 
-def render_payload(hook_id: str, opening: dict[str, Any], settlement: dict[str, Any]) -> str:
+def render_payload(hook_id: str, opening: UpgraderOpening, settlement: UpgraderSettlement) -> str:
     """The exact body (compact, ASCII JSON) for a settled round."""
     answer = play_answer(opening, settlement)
     body = {
         "id": hook_id,
         "type": WEBHOOK_TYPE,
-        "createdAt": iso_utc(settlement["settled_at"]),
-        "operatorId": opening["operator_id"],
-        "playerExternalId": opening["player_external_id"],
+        "createdAt": iso_utc(settlement.settled_at),
+        "operatorId": opening.operator_id,
+        "playerExternalId": opening.player_external_id,
         "data": {
             "round": answer["round"],
             "wonItem": answer["wonItem"],
@@ -159,8 +160,8 @@ class WebhookOutbox:
         cur.execute("DELETE FROM webhook_openings WHERE round_id = ?", (round_id,))
         if row is None or not isinstance(event, Round.RoundSettled):
             return  # voided: no webhook
-        opening = json.loads(row[0])
-        if not self._has_webhook(cur, opening["operator_id"]):
+        opening = UpgraderOpening.decode(row[0])
+        if not self._has_webhook(cur, opening.operator_id):
             return
         settlement = event.settlement
         hook_id = webhook_id(event.originator_id)
@@ -171,11 +172,11 @@ class WebhookOutbox:
             (
                 hook_id,
                 round_id,
-                opening["operator_id"],
-                opening["player_external_id"],
+                opening.operator_id,
+                opening.player_external_id,
                 position,
                 settlement["settled_at"],
-                render_payload(hook_id, opening, settlement),
+                render_payload(hook_id, opening, UpgraderSettlement.of(settlement)),
             ),
         )
         cur.execute(
@@ -231,8 +232,8 @@ class WebhookOutbox:
             openings[round_id] = None
             if stored is None or not isinstance(event, Round.RoundSettled):
                 continue  # voided: no webhook
-            opening = json.loads(stored)
-            operator_id = opening["operator_id"]
+            opening = UpgraderOpening.decode(stored)
+            operator_id = opening.operator_id
             url = next((u for op, u in operators.values() if op == operator_id), None)
             if not url:
                 continue
@@ -245,10 +246,10 @@ class WebhookOutbox:
                         hook_id,
                         round_id,
                         operator_id,
-                        opening["player_external_id"],
+                        opening.player_external_id,
                         position,
                         settlement["settled_at"],
-                        render_payload(hook_id, opening, settlement),
+                        render_payload(hook_id, opening, UpgraderSettlement.of(settlement)),
                     ),
                 )
             )

@@ -22,10 +22,10 @@ from typing import Any
 from uuid import UUID
 
 import anyio
-from eventsourcing.persistence import IntegrityError
 
 from application.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
+from application.wager_saga import change_round, mark_uncertain
 from application.wallet import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
 from projections.runner import ProjectionRunner
@@ -129,19 +129,10 @@ class WalletReconciler:
             return [(UUID(hex=r[0]), r[1]) for r in cur.fetchall()]
 
     def _declare_uncertain(self, round_id: UUID, attempt: int) -> None:
-        for _ in range(5):
-            round_: Round = self.platform.events.repository.get(round_id)
-            if round_.attempt_state(attempt) != "in_flight":
-                return
-            round_.mark_uncertain(
-                attempt, "no answer recorded within the grace period", self.platform.clock.now()
-            )
-            try:
-                self.platform.events.save(round_)
-                log.warning("debit %s:%d declared uncertain", round_.opening["public_id"], attempt)
-                return
-            except IntegrityError:
-                continue
+        reason = "no answer recorded within the grace period"
+        round_ = mark_uncertain(self.platform, round_id, attempt, reason)
+        if round_ is not None:
+            log.warning("debit %s:%d declared uncertain", round_.opening["public_id"], attempt)
 
     def _due_rollbacks(self) -> list[dict[str, Any]]:
         with self.platform.db.transaction() as cur:
@@ -194,20 +185,17 @@ class WalletReconciler:
         await anyio.to_thread.run_sync(self._retry_later, row, str(reason))
 
     def _record(self, round_id: UUID, attempt: int, what: str) -> None:
-        for _ in range(5):
-            round_: Round = self.platform.events.repository.get(round_id)
+        def record(round_: Round) -> bool:
             try:
                 if what == "rolled_back":
                     round_.record_rollback(attempt, self.platform.clock.now())
                 else:
                     round_.escalate_rollback(attempt, self.platform.clock.now())
             except RoundStateError:
-                return  # already recorded (another reconciler)
-            try:
-                self.platform.events.save(round_)
-                return
-            except IntegrityError:
-                continue
+                return False  # already recorded (another reconciler)
+            return True
+
+        change_round(self.platform, round_id, record)
 
     def _retry_later(self, row: dict[str, Any], reason: str) -> None:
         now = self.platform.clock.now()

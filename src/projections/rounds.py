@@ -13,9 +13,11 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.round_view import round_wire, voided_round_wire
+from application.round_view import round_wire
 from application.sql import execute_in_order
+from application.wallet_refusals import voided_round_wire
 from domain.round import Round
+from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, last_per_key, on_postgres
 
@@ -66,11 +68,12 @@ class RoundHistory:
             )
             return
         cur.execute("SELECT opening FROM round_history WHERE round_id = ?", (round_id,))
-        opening = json.loads(cur.fetchone()[0])
+        opening = UpgraderOpening.decode(cur.fetchone()[0])
         if isinstance(event, Round.RoundSettled):
-            status, view = "settled", round_wire(opening, event.settlement)
+            settlement = UpgraderSettlement.of(event.settlement)
+            status, view = "settled", round_wire(opening, settlement)
         else:
-            status, view = "voided", voided_round_wire(opening["public_id"])
+            status, view = "voided", voided_round_wire(opening.public_id)
         cur.execute(
             "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?",
             (status, position, _json(view), round_id),
@@ -111,11 +114,12 @@ class RoundHistory:
                 )
                 stored.setdefault(round_id, text)  # ON CONFLICT DO NOTHING keeps a stored one
                 continue
-            opening = json.loads(stored[round_id])
+            opening = UpgraderOpening.decode(stored[round_id])
             if isinstance(event, Round.RoundSettled):
-                status, view = "settled", round_wire(opening, event.settlement)
+                settlement = UpgraderSettlement.of(event.settlement)
+                status, view = "settled", round_wire(opening, settlement)
             else:
-                status, view = "voided", voided_round_wire(opening["public_id"])
+                status, view = "voided", voided_round_wire(opening.public_id)
             statements.append((_UPDATE, (status, position, _json(view), round_id)))
         if not (on_postgres(cur) and _write_unnest(cur, statements)):
             execute_in_order(cur, statements)

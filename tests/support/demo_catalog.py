@@ -7,6 +7,7 @@ from pathlib import Path
 
 from application.config_load import load_config
 from application.directory import Directory, Operator
+from application.upgrader import upgrader_settings
 from domain.money import Currency
 from domain.stake_counting import count_item, displayed
 from domain.upgrader_rules import Band, PriceIndex, derive_selector_config, target_band
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = Directory.from_config(load_config(ROOT / "ops" / "demo" / "config.toml", env={}))
 OPERATOR: Operator = DEMO.operators["demo"]
 BASE: Currency = OPERATOR.base
-CONFIG = derive_selector_config(OPERATOR.settings, BASE, BASE)
+CONFIG = derive_selector_config(upgrader_settings(OPERATOR), BASE, BASE)
 INDEX = PriceIndex(DEMO.catalog.values(), BASE, BASE)
 
 
@@ -26,7 +27,7 @@ def app_default_wager() -> int:
 
 
 def band_of(stake_minor: int, chance_bps: int) -> Band:
-    settings = OPERATOR.settings
+    settings = upgrader_settings(OPERATOR)
     return target_band(
         stake_minor, settings.house_edge_bps, chance_bps, settings.nuggets_cost, settings.no_loss
     )
@@ -34,7 +35,7 @@ def band_of(stake_minor: int, chance_bps: int) -> Band:
 
 def prizes_per_preset(stake_minor: int) -> dict[int, list[str]]:
     """The prize names the platform answers for ``stake_minor`` at each offered preset."""
-    limit = OPERATOR.settings.prize_list_limit
+    limit = upgrader_settings(OPERATOR).prize_list_limit
     return {
         chance: [prize.name for prize in INDEX.select(band_of(stake_minor, chance), "en", limit)]
         for chance in CONFIG.chance_presets_bps

@@ -8,17 +8,13 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from domain.catalog import CatalogItem, Prize, is_eligible, localised_name, prize_of
 from domain.money import Currency, parse_rate
 from domain.upgrader_rules import (
     Band,
-    CatalogItem,
-    Prize,
     UpgraderSettings,
     derive_selector_config,
-    is_eligible,
-    localised_name,
     max_chance_bps,
-    prize_of,
     select_prizes,
     target_band,
 )

@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from domain.boxes import BoxCatalog, BoxEntry, BoxVersion, TicketRange, odds_hash, odds_json
+from domain.catalog import CatalogItem
 from domain.fairness import draw
-from domain.upgrader_rules import CatalogItem
 
 
 def item(item_id: int, value: int, cashback: int | None = 9000, **flags: bool) -> CatalogItem:

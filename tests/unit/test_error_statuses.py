@@ -2,8 +2,7 @@
 the error code; the application raises ``PlatformError(code, message)``.
 
 Read from the source with ``ast``: every code raised as a literal has a status in the
-table, and every call site still in the older ``PlatformError(code, status, message)`` form
-gives the status the table gives its code (so the table stays the one answer)."""
+table, and no call site gives a status of its own (so the table stays the one answer)."""
 
 from __future__ import annotations
 
@@ -49,16 +48,10 @@ def test_every_literal_code_raised_has_a_status_in_the_table() -> None:
     assert missing == []
 
 
-def test_an_older_form_call_gives_the_status_of_the_table() -> None:
-    disagreeing = []
-    for where, call in _platform_error_calls():
-        if len(call.args) < 3 or not isinstance(call.args[0], ast.Constant):
-            continue
-        code, status = call.args[0].value, call.args[1]
-        given = status.value if isinstance(status, ast.Constant) else None
-        if isinstance(given, int) and STATUS_OF_CODE.get(code) != given:
-            disagreeing.append((where, code, given))
-    assert disagreeing == []
+def test_no_call_site_gives_a_status() -> None:
+    """``PlatformError(code, message, **extra)`` only: the status is the table's."""
+    given = [where for where, call in _platform_error_calls() if len(call.args) > 2]
+    assert given == []
 
 
 def test_the_signature_failures_are_401() -> None:
@@ -69,19 +62,12 @@ def test_the_signature_failures_are_401() -> None:
     }
 
 
-def test_the_status_of_an_error_is_its_codes_unless_an_older_call_gave_one() -> None:
+def test_the_status_of_an_error_is_its_codes() -> None:
     assert status_of(validation_error("x")) == 422
     assert status_of(game_disabled()) == 403
     assert status_of(outcome_unknown("x")) == 503
     assert status_of(PlatformError("RATE_LIMITED", "too many", retry_after=1)) == 429
-    older = PlatformError("SOME_WALLET_CODE", 422, "the wallet refused the debit")
-    assert (older.code, older.message, older.legacy_status) == (
-        "SOME_WALLET_CODE",
-        "the wallet refused the debit",
-        422,
-    )
-    assert status_of(older) == 422
-    assert status_of(PlatformError("PLAYER_BLOCKED", 403, "the wallet refused")) == 403
+    assert status_of(PlatformError("PLAYER_BLOCKED", "the wallet refused")) == 403
 
 
 def test_a_wallets_own_code_has_the_status_of_a_wallet_refusal_whatever_it_spells() -> None:

@@ -7,8 +7,9 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain.catalog import CatalogItem
 from domain.money import Currency
-from domain.upgrader_rules import Band, CatalogItem, PriceIndex, select_prizes
+from domain.upgrader_rules import Band, PriceIndex, select_prizes
 
 EUR = Currency(code="EUR", rate=Fraction(1), exponent=2)
 USD = Currency(code="USD", rate=Fraction(108, 100), exponent=2)

@@ -42,6 +42,7 @@ from application.clock import iso_utc
 from application.errors import PlatformError, game_disabled
 from application.platform import Platform
 from application.sessions import LaunchClaims
+from application.upgrader import upgrader_settings
 from domain.upgrader_rules import derive_selector_config
 
 
@@ -89,7 +90,7 @@ class PlayerSessionController(Controller):
         # the store part on a worker thread as before (sync_to_thread), then the wallet
         claims, token = await anyio.to_thread.run_sync(_open_session, platform, data.launch_token)
         operator = platform.directory.operators[claims.operator_id]
-        config = derive_selector_config(operator.settings, operator.base, operator.base)
+        config = derive_selector_config(upgrader_settings(operator), operator.base, operator.base)
         wallet = runtime_of(state).wallet
         balance = await read_player_balance(
             platform,

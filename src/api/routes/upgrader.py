@@ -34,7 +34,7 @@ from api.schemas_upgrader import (
 from api.services import Services
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
-from application.upgrader import Quote, operator_for_mode, quote
+from application.upgrader import Quote, operator_for_mode, quote, upgrader_settings
 from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
 
@@ -80,7 +80,7 @@ def prizes_answer(runtime: Services, quoted: Quote, locale: str | None) -> Prize
     return PrizesAnswer(
         wager_minor=quoted.wager_minor,
         chance_bps=quoted.chance_bps,
-        fee_bps=quoted.operator.settings.house_edge_bps,
+        fee_bps=upgrader_settings(quoted.operator).house_edge_bps,
         currency=quoted.currency.code,
         target_band=TargetBand(
             lower_minor=quoted.band.lower_minor, upper_minor=quoted.band.upper_minor
