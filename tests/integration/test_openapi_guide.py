@@ -29,8 +29,8 @@ from api.errors import STATUS_OF_CODE
 from api.openapi_doc import EXAMPLES
 from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of, status_of
 from application.platform import Platform
-from application.round_view import WALLET_CODE as WALLET_CODE_PATTERN
-from application.round_view import wallet_refusal
+from application.wallet_refusals import WALLET_CODE as WALLET_CODE_PATTERN
+from application.wallet_refusals import wallet_refusal
 from domain.signing import AuthFailure
 from entrypoints.app import create_app
 from entrypoints.openapi_document import document_text
@@ -202,6 +202,8 @@ def test_each_operation_lists_the_statuses_of_the_codes_it_can_answer(
 # every literal code the sources answer with: raised (``PlatformError("CODE", ...)``) or
 # answered directly (``error_response``/``answer``); its status comes from the one table
 RAISED = re.compile(r'(?:PlatformError|error_response|answer)\(\s*"([A-Z][A-Z_]+)"')
+# ... and the domain's refusal codes (``domain/upgrader_checks.py``), raised as they are
+REFUSAL_CODE = re.compile(r'^[A-Z_]+ = "([A-Z][A-Z_]+)"$', re.M)
 # Codes the sources answer that no operation documents, on purpose: another method on the
 # path (405), the internal error (500, never meant), the 400 to a client that hung up
 # before its body (nobody reads it; malformed HTTP is answered by the server, README
@@ -221,7 +223,7 @@ def test_the_statuses_are_those_the_code_answers_with() -> None:
         for path in SOURCES.rglob("*.py")
         for code in RAISED.findall(path.read_text(encoding="utf-8"))
         if code not in OWN_STATUS
-    }
+    } | set(REFUSAL_CODE.findall((SOURCES / "domain" / "upgrader_checks.py").read_text()))
     assert sorted(raised - set(STATUS_OF_CODE)) == []
     assert {c: status_of(c) for c in raised if c in ERROR_CODES} == {
         c: STATUS_OF_CODE[c] for c in raised if c in ERROR_CODES

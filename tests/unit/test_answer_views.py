@@ -8,7 +8,8 @@ import json
 
 import msgspec
 
-from api.schemas_upgrader import PlayAnswer, PlayItemsAnswer, RoundWire
+from api.schemas_items import PlayItemsAnswer
+from api.schemas_upgrader import PlayAnswer, RoundWire
 from application.round_view import play_answer, round_wire
 from application.wallet_refusals import voided_round_wire
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement

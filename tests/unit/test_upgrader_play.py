@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from eventsourcing.application import AggregateNotFoundError
 
+from api.errors import status_of
 from application.clock import ManualClock
 from application.directory import Directory
 from application.errors import PlatformError
@@ -134,7 +135,7 @@ async def test_a_chance_not_offered_is_refused_before_anything_is_recorded() -> 
         await plays.play(
             PlayBalance("op-a", "p-1", "act-2", wager_minor=1000, chance_bps=2600, target_item_id=7)
         )
-    assert (refused.value.code, refused.value.status, refused.value.message) == (
+    assert (refused.value.code, status_of(refused.value), refused.value.message) == (
         "UPGRADER_CHANCE_INVALID",
         422,
         "chanceBps 2600 is not one of the offered presets [1000, 2500, 5000, 7500, 9000]",

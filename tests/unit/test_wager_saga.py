@@ -104,7 +104,7 @@ async def test_an_accepted_debit_settles_and_a_copy_answers_the_same() -> None:
     assert (round_.status, round_.opening, round_.version) == ("settled", terms.record(), 4)
 
     def checks_fail() -> RoundTerms:  # a copy fails the game's checks: its record answers
-        raise PlatformError("UPGRADER_WAGER_OUT_OF_RANGE", 422, "no longer offered")
+        raise PlatformError("UPGRADER_WAGER_OUT_OF_RANGE", "no longer offered")
 
     assert await saga.play(rid, "body-1", checks_fail) == answer
     assert len(wallet.calls) == 1
@@ -156,7 +156,7 @@ async def test_a_check_that_fails_for_a_new_action_records_nothing() -> None:
     rid, _ = _terms()
 
     def checks_fail() -> RoundTerms:
-        raise PlatformError("UPGRADER_CHANCE_INVALID", 422, "not offered")
+        raise PlatformError("UPGRADER_CHANCE_INVALID", "not offered")
 
     with pytest.raises(PlatformError) as refused:
         await saga.play(rid, "body-1", checks_fail)

@@ -16,7 +16,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.routes.upgrader import PLAY_ROUTE, PlayerQuery, prizes_answer
-from api.schemas_upgrader import (
+from api.schemas_items import (
     CashoutAnswer,
     CashoutBody,
     InventoryAnswer,
