@@ -22,7 +22,11 @@ may still do (the README's "What a 503 means" says it for operators):
 When a call fails that way and a direct connection probe (1 s) fails too, the store is
 taken as down for ``BREAKER_SECONDS``: calls in that window answer 503 at once instead
 of each waiting out its deadline. A slow but reachable store never trips it.
-Background loops do not use this: they simply try again on their next pass.
+
+These are the only ways off the event loop for store work. Request handlers (routes and
+guards) use the three above; background loops (projections, reconciler, webhook
+dispatcher) use ``in_background``: anyio's worker threads, apart from the request path's,
+with no deadline and no breaker, since a loop whose pass fails tries again on its next.
 
 The calls run on this module's own threads (``StoreThreads``), not anyio's: a job is
 one put on a C ``SimpleQueue`` and its answer one ``call_soon_threadsafe``, where
@@ -44,6 +48,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application.sql import StoreUnavailable
@@ -310,3 +315,10 @@ async def _trip_if_down() -> None:
     global _down_until
     if not await asyncio.to_thread(_probe):
         _down_until = time.monotonic() + BREAKER_SECONDS
+
+
+async def in_background(fn: Callable[..., T], *args: Any) -> T:
+    """A background loop's store work (see the module docstring): on anyio's worker
+    threads, so a loop's pass never waits behind plays for a store thread nor counts in
+    admission control's queue wait; no deadline, no breaker."""
+    return await anyio.to_thread.run_sync(fn, *args)

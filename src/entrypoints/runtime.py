@@ -16,6 +16,7 @@ from application.fairness_service import FairnessService
 from application.platform import Platform, ensure_tables
 from application.play_balance import BalancePlays
 from application.play_items import ItemsPlays
+from application.store_calls import in_background
 from application.wallet import WalletClient
 from projections.analytics import Analytics
 from projections.dispatcher import WebhookDispatcher
@@ -111,7 +112,7 @@ class Runtime:
                 wake.clear()
                 started = anyio.current_time()
                 try:
-                    applied = await anyio.to_thread.run_sync(self.runner.run_pass)
+                    applied = await in_background(self.runner.run_pass)
                 except Exception:
                     log.exception("projection pass failed")
                     applied = 0
@@ -128,7 +129,7 @@ class Runtime:
                         await asyncio.wait_for(wake.wait(), self.projection_interval)
         finally:
             if listener is not None:
-                await anyio.to_thread.run_sync(listener.stop)
+                await in_background(listener.stop)
 
     async def stop(self) -> None:
         self._stopping.set()

@@ -43,10 +43,10 @@ from urllib.parse import urlsplit
 from uuid import uuid4
 
 import aiohttp
-import anyio
 
 from application.platform import Platform
 from application.sql import execute_in_order
+from application.store_calls import in_background
 from domain.signing import outbound_headers
 from projections.outbox import NAME as OUTBOX
 from projections.runner import ProjectionRunner
@@ -181,11 +181,11 @@ class WebhookDispatcher:
     async def run_once(self) -> int:
         """Bring the outbox up to date, deliver the due heads and wait for the results;
         returns how many deliveries were attempted."""
-        await anyio.to_thread.run_sync(self.runner.catch_up, OUTBOX)
-        rows = await anyio.to_thread.run_sync(self._claim, self.concurrency)
+        await in_background(self.runner.catch_up, OUTBOX)
+        rows = await in_background(self._claim, self.concurrency)
         if rows:
             errors = await asyncio.gather(*(self._attempt(row) for row in rows))
-            await anyio.to_thread.run_sync(self._record_alone, list(zip(rows, errors, strict=True)))
+            await in_background(self._record_alone, list(zip(rows, errors, strict=True)))
         return len(rows)
 
     async def run_forever(self, stopping: asyncio.Event) -> None:
@@ -199,7 +199,7 @@ class WebhookDispatcher:
                 self._wake.clear()
                 finished, self._finished = self._finished, []
                 free = self.concurrency - sum(1 for task in in_flight if not task.done())
-                rows = await anyio.to_thread.run_sync(self._turn, finished, free)
+                rows = await in_background(self._turn, finished, free)
                 for row in rows:
                     task = asyncio.create_task(self._deliver(row), name="webhook")
                     in_flight.add(task)
@@ -212,7 +212,7 @@ class WebhookDispatcher:
                 await asyncio.gather(*in_flight, return_exceptions=True)
             finished, self._finished = self._finished, []
             if finished:
-                await anyio.to_thread.run_sync(self._record_alone, finished)
+                await in_background(self._record_alone, finished)
             await self.close()
 
     async def close(self) -> None:

@@ -21,10 +21,9 @@ import random
 from typing import Any
 from uuid import UUID
 
-import anyio
-
 from application.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
+from application.store_calls import in_background
 from application.wager_saga import change_round, mark_uncertain
 from application.wallet import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
@@ -70,28 +69,26 @@ class WalletReconciler:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
 
     async def run_once(self) -> None:
-        await anyio.to_thread.run_sync(self.runner.catch_up, "wallet_debit_attempts")
-        stale = await anyio.to_thread.run_sync(self._stale_in_flight)
+        await in_background(self.runner.catch_up, "wallet_debit_attempts")
+        stale = await in_background(self._stale_in_flight)
         for round_id, attempt in stale:
-            await anyio.to_thread.run_sync(self._declare_uncertain, round_id, attempt)
+            await in_background(self._declare_uncertain, round_id, attempt)
         if stale:
-            await anyio.to_thread.run_sync(self.runner.catch_up, "wallet_debit_attempts")
-        for row in await anyio.to_thread.run_sync(self._due_rollbacks):
+            await in_background(self.runner.catch_up, "wallet_debit_attempts")
+        for row in await in_background(self._due_rollbacks):
             await self._roll_back(row)
         await self._retry_credits()
 
     async def _retry_credits(self) -> None:
         """Cash-back credits without an answer: re-send the SAME key until acknowledged."""
-        await anyio.to_thread.run_sync(self.runner.catch_up, "wallet_credit_attempts")
-        for cashout_id, attempt, key, tries in await anyio.to_thread.run_sync(self._due_credits):
+        await in_background(self.runner.catch_up, "wallet_credit_attempts")
+        for cashout_id, attempt, key, tries in await in_background(self._due_credits):
             cid = UUID(hex=cashout_id)
-            cashout = await anyio.to_thread.run_sync(self.platform.events.repository.get, cid)
+            cashout = await in_background(self.platform.events.repository.get, cid)
             if cashout.attempt_state(attempt) not in ("in_flight", "uncertain"):
                 continue
             outcome = await send_credit(self.platform, self.wallet, cashout, attempt)
-            await anyio.to_thread.run_sync(
-                record_credit_outcome, self.platform, cid, attempt, outcome
-            )
+            await in_background(record_credit_outcome, self.platform, cid, attempt, outcome)
             if isinstance(outcome, Uncertain):
                 row = {
                     "debit_key": key,
@@ -100,7 +97,7 @@ class WalletReconciler:
                     "round_id": None,
                     "attempt": attempt,
                 }
-                await anyio.to_thread.run_sync(self._retry_later, row, outcome.reason)
+                await in_background(self._retry_later, row, outcome.reason)
 
     def _due_credits(self) -> list[tuple[str, int, str, int]]:
         now = self.platform.clock.now()
@@ -157,9 +154,7 @@ class WalletReconciler:
 
     async def _roll_back(self, row: dict[str, Any]) -> None:
         round_id = UUID(hex=row["round_id"])
-        round_: Round = await anyio.to_thread.run_sync(
-            self.platform.events.repository.get, round_id
-        )
+        round_: Round = await in_background(self.platform.events.repository.get, round_id)
         opening = round_.opening
         operator = self.platform.directory.operators.get(opening["operator_id"])
         if operator is None:
@@ -179,10 +174,10 @@ class WalletReconciler:
             },
         )
         if isinstance(outcome, Accepted):
-            await anyio.to_thread.run_sync(self._record, round_id, row["attempt"], "rolled_back")
+            await in_background(self._record, round_id, row["attempt"], "rolled_back")
             return
         reason = getattr(outcome, "reason", None) or getattr(outcome, "error_code", "refused")
-        await anyio.to_thread.run_sync(self._retry_later, row, str(reason))
+        await in_background(self._retry_later, row, str(reason))
 
     def _record(self, round_id: UUID, attempt: int, what: str) -> None:
         def record(round_: Round) -> bool:

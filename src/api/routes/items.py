@@ -34,6 +34,7 @@ from application.errors import validation_error
 from application.items import listed_item_wire
 from application.play_items import PlayItems, stake_quote
 from application.shipping import ShippingCommand, ship
+from application.store_calls import in_store
 from projections.inventory import ITEM_STATES, list_items
 
 StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]
@@ -109,8 +110,8 @@ async def cash_out(runtime: Services, operator_id: str, player: str, body: Casho
 
 
 class S2SItemsController(S2SController):
-    @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def prizes_by_items(
+    @get("/upgrader/prizes-by-items", responses=ERROR_RESPONSES)
+    async def prizes_by_items(
         self,
         request: Request,
         state: State,
@@ -121,7 +122,8 @@ class S2SItemsController(S2SController):
         currency: FromQuery[str | None] = None,
         locale: FromQuery[str | None] = None,
     ) -> PrizesByItemsAnswer:
-        return prizes_by_items(
+        return await in_store(
+            prizes_by_items,
             runtime_of(state),
             request.state.operator_id,
             player,
@@ -139,15 +141,16 @@ class S2SItemsController(S2SController):
             runtime_of(state), request.state.operator_id, data.player_external_id, data
         )
 
-    @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def inventory(
+    @get("/inventory", responses=ERROR_RESPONSES)
+    async def inventory(
         self,
         request: Request,
         state: State,
         player: PlayerQuery,
         item_state: ItemState = None,
     ) -> InventoryAnswer:
-        return inventory(runtime_of(state), request.state.operator_id, player, item_state)
+        operator_id = request.state.operator_id
+        return await in_store(inventory, runtime_of(state), operator_id, player, item_state)
 
     @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
     async def cashout(
@@ -172,8 +175,8 @@ class S2SItemsController(S2SController):
 
 
 class PlayerItemsController(PlayerController):
-    @get("/upgrader/prizes-by-items", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def prizes_by_items(
+    @get("/upgrader/prizes-by-items", responses=ERROR_RESPONSES)
+    async def prizes_by_items(
         self,
         request: Request,
         state: State,
@@ -183,7 +186,8 @@ class PlayerItemsController(PlayerController):
         currency: FromQuery[str | None] = None,
         locale: FromQuery[str | None] = None,
     ) -> PrizesByItemsAnswer:
-        return prizes_by_items(
+        return await in_store(
+            prizes_by_items,
             runtime_of(state),
             *who(request),
             _ids(stake_ids, stake_ids_b),
@@ -198,14 +202,14 @@ class PlayerItemsController(PlayerController):
     ) -> PlayItemsAnswer:
         return await play_items(runtime_of(state), *who(request), data)
 
-    @get("/inventory", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def inventory(
+    @get("/inventory", responses=ERROR_RESPONSES)
+    async def inventory(
         self,
         request: Request,
         state: State,
         item_state: ItemState = None,
     ) -> InventoryAnswer:
-        return inventory(runtime_of(state), *who(request), item_state)
+        return await in_store(inventory, runtime_of(state), *who(request), item_state)
 
     @post("/cashout", status_code=200, responses=ERROR_RESPONSES)
     async def cashout(

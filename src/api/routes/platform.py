@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-import anyio
 from litestar import Controller, Request
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
@@ -42,6 +41,7 @@ from application.clock import iso_utc
 from application.errors import PlatformError, game_disabled
 from application.platform import Platform
 from application.sessions import LaunchClaims
+from application.store_calls import in_store, in_store_write
 from application.upgrader import upgrader_settings
 from domain.upgrader_rules import derive_selector_config
 
@@ -51,14 +51,16 @@ def _platform(state: State) -> Platform:
 
 
 class S2SPlatformController(S2SController):
-    @get("/health", responses=ERROR_RESPONSES, sync_to_thread=True)
-    def health(self, state: State) -> Health:
+    @get("/health", responses=ERROR_RESPONSES)
+    async def health(self, state: State) -> Health:
         platform = _platform(state)
-        platform.ping()
+        await in_store(platform.ping)
         return Health(status="ok", time=iso_utc(platform.clock.now()))
 
-    @post("/launches", responses=ERROR_RESPONSES, status_code=200, sync_to_thread=True)
-    def launch(self, request: Request, state: State, data: JSONBody[LaunchRequest]) -> LaunchAnswer:
+    @post("/launches", responses=ERROR_RESPONSES, status_code=200)
+    async def launch(
+        self, request: Request, state: State, data: JSONBody[LaunchRequest]
+    ) -> LaunchAnswer:
         platform = _platform(state)
         operator = platform.directory.operators[request.state.operator_id]
         if data.game_key != "upgrader" or not operator.game_enabled(data.game_key):
@@ -68,8 +70,13 @@ class S2SPlatformController(S2SController):
                 "LAUNCH_TARGET_INVALID",
                 "an Upgrader launch takes an empty target (a boxId is not accepted)",
             )
-        token, expires_at = platform.sessions.mint_launch_token(
-            operator.id, data.player_external_id, data.game_key, data.target
+        # a token whose write lands late is one nobody holds: a plain store call
+        token, expires_at = await in_store(
+            platform.sessions.mint_launch_token,
+            operator.id,
+            data.player_external_id,
+            data.game_key,
+            data.target,
         )
         base_url = platform.config.service.base_url.rstrip("/")
         return LaunchAnswer(
@@ -87,8 +94,9 @@ class PlayerSessionController(Controller):
     @post("/init", responses=ERROR_RESPONSES, status_code=200)
     async def init(self, state: State, data: JSONBody[SessionInitRequest]) -> SessionInitAnswer:
         platform = _platform(state)
-        # the store part on a worker thread as before (sync_to_thread), then the wallet
-        claims, token = await anyio.to_thread.run_sync(_open_session, platform, data.launch_token)
+        # redeeming the launch token is an outcome in itself (a used token cannot be
+        # redeemed again): past the deadline once begun, the answer is OUTCOME_UNKNOWN
+        claims, token = await in_store_write(_open_session, platform, data.launch_token)
         operator = platform.directory.operators[claims.operator_id]
         config = derive_selector_config(upgrader_settings(operator), operator.base, operator.base)
         wallet = runtime_of(state).wallet
@@ -115,10 +123,10 @@ class PlayerSessionController(Controller):
         guards=[player_guard],
         security=PLAYER_SECURITY,
         responses=ERROR_RESPONSES,
-        sync_to_thread=True,
     )
-    def logout(self, request: Request, state: State) -> LogoutAnswer:
-        _platform(state).sessions.logout(bearer_token(request) or "")
+    async def logout(self, request: Request, state: State) -> LogoutAnswer:
+        # logging out again does the same: a plain store call
+        await in_store(_platform(state).sessions.logout, bearer_token(request) or "")
         return LogoutAnswer(status="logged_out")
 
 

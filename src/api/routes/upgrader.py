@@ -34,6 +34,7 @@ from api.schemas_upgrader import (
 from api.services import Services
 from application.errors import not_found, validation_error
 from application.play_balance import PlayBalance
+from application.store_calls import in_store, in_store_write
 from application.upgrader import Quote, operator_for_mode, quote, upgrader_settings
 from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
@@ -129,6 +130,14 @@ def rounds_page(
     return {"rounds": rounds, "nextCursor": None if next_cursor is None else str(next_cursor)}
 
 
+def one_round(runtime: Services, operator_id: str, public_id: str) -> dict[str, Any]:
+    runtime.read_model("round_history")
+    found = get_round(runtime.platform.db, operator_id, public_id)
+    if found is None:
+        raise not_found("round")
+    return found
+
+
 def rotate_action(client_action_id: str | None) -> str | None:
     """A rotate's action key: the client's (shared by both APIs, as a play's is)."""
     return None if client_action_id is None else f"client:{client_action_id}"
@@ -157,8 +166,8 @@ class S2SUpgraderController(S2SController):
             runtime_of(state), request.state.operator_id, data.player_external_id, data
         )
 
-    @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def rounds(
+    @get("/rounds", responses=ERROR_RESPONSES)
+    async def rounds(
         self,
         request: Request,
         state: State,
@@ -166,30 +175,32 @@ class S2SUpgraderController(S2SController):
         limit: Limit = 20,
         cursor: Cursor = None,
     ) -> RoundsPage:
-        return rounds_page(runtime_of(state), request.state.operator_id, player, limit, cursor)
+        operator_id = request.state.operator_id
+        return await in_store(rounds_page, runtime_of(state), operator_id, player, limit, cursor)
 
-    @get("/rounds/{public_id:str}", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
-        runtime = runtime_of(state)
-        runtime.read_model("round_history")
-        found = get_round(runtime.platform.db, request.state.operator_id, public_id)
-        if found is None:
-            raise not_found("round")
-        return found
+    @get("/rounds/{public_id:str}", responses=ERROR_RESPONSES)
+    async def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
+        return await in_store(one_round, runtime_of(state), request.state.operator_id, public_id)
 
-    @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def fairness(self, request: Request, state: State, player: PlayerQuery) -> FairnessAnswer:
-        return runtime_of(state).fairness.read(request.state.operator_id, player)
+    @get("/fairness", responses=ERROR_RESPONSES)
+    async def fairness(self, request: Request, state: State, player: PlayerQuery) -> FairnessAnswer:
+        return await in_store(runtime_of(state).fairness.read, request.state.operator_id, player)
 
-    @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
-    def rotate(self, request: Request, state: State, data: JSONBody[S2SRotateBody]) -> RotateAnswer:
+    @post("/fairness/rotate", status_code=200, responses=ERROR_RESPONSES)
+    async def rotate(
+        self, request: Request, state: State, data: JSONBody[S2SRotateBody]
+    ) -> RotateAnswer:
         # without a clientActionId, the signed request is the action: a replay of the
         # same bytes within the skew window carries the same signature
         action = rotate_action(data.client_action_id)
         if action is None:
             action = f"signature:{request.headers[HEADER_SIGNATURE]}"
-        return runtime_of(state).fairness.rotate(
-            request.state.operator_id, data.player_external_id, data.client_seed, action
+        return await in_store_write(
+            runtime_of(state).fairness.rotate,
+            request.state.operator_id,
+            data.player_external_id,
+            data.client_seed,
+            action,
         )
 
 
@@ -213,8 +224,8 @@ class PlayerUpgraderController(PlayerController):
         operator_id, player = who(request)
         return await play(runtime_of(state), operator_id, player, data)
 
-    @get("/rounds", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def rounds(
+    @get("/rounds", responses=ERROR_RESPONSES)
+    async def rounds(
         self,
         request: Request,
         state: State,
@@ -222,14 +233,19 @@ class PlayerUpgraderController(PlayerController):
         cursor: Cursor = None,
     ) -> RoundsPage:
         operator_id, player = who(request)
-        return rounds_page(runtime_of(state), operator_id, player, limit, cursor)
+        return await in_store(rounds_page, runtime_of(state), operator_id, player, limit, cursor)
 
-    @get("/fairness", sync_to_thread=True, responses=ERROR_RESPONSES)
-    def fairness(self, request: Request, state: State) -> FairnessAnswer:
-        return runtime_of(state).fairness.read(*who(request))
+    @get("/fairness", responses=ERROR_RESPONSES)
+    async def fairness(self, request: Request, state: State) -> FairnessAnswer:
+        return await in_store(runtime_of(state).fairness.read, *who(request))
 
-    @post("/fairness/rotate", status_code=200, sync_to_thread=True, responses=ERROR_RESPONSES)
-    def rotate(self, request: Request, state: State, data: JSONBody[RotateBody]) -> RotateAnswer:
-        return runtime_of(state).fairness.rotate(
-            *who(request), data.client_seed, rotate_action(data.client_action_id)
+    @post("/fairness/rotate", status_code=200, responses=ERROR_RESPONSES)
+    async def rotate(
+        self, request: Request, state: State, data: JSONBody[RotateBody]
+    ) -> RotateAnswer:
+        return await in_store_write(
+            runtime_of(state).fairness.rotate,
+            *who(request),
+            data.client_seed,
+            rotate_action(data.client_action_id),
         )
