@@ -7,6 +7,20 @@ from typing import Any
 
 from application.audit_replay import OPENING_KEPT, SETTLEMENT_KEPT, Replay, _Round
 from domain.fairness import ROLL_SPACE
+from domain.wallet_attempts import (
+    DEBIT,
+    DEBITED,
+    IN_FLIGHT,
+    REFUSED,
+    ROLLED_BACK,
+    UNCERTAIN,
+)
+
+
+def _moves(entry: dict[str, Any], to: str) -> bool:
+    """Whether the debit attempt ``entry`` may move to ``to``: the domain's one table
+    (``domain/wallet_attempts.py``), which the round itself obeys."""
+    return entry["state"] in DEBIT.reached_from[to]
 
 
 class MoneyChecks(Replay):
@@ -28,7 +42,7 @@ class MoneyChecks(Replay):
         if r.status != "open" or event.attempt in r.attempts:
             self._round(r, "debit", f"debit attempt {event.attempt} on a {r.status} round")
         r.attempts[event.attempt] = {
-            "state": "in_flight",
+            "state": IN_FLIGHT,
             "key": event.idempotency_key,
             "amount": event.amount_minor,
             "escalated": False,
@@ -50,24 +64,24 @@ class MoneyChecks(Replay):
         entry = r and self._attempt(r, event.attempt, position)
         if r is None or entry is None:
             return
-        if entry["state"] != "in_flight":
+        if not _moves(entry, UNCERTAIN):
             self._round(
                 r, "debit", f"attempt {event.attempt} turned uncertain from {entry['state']}"
             )
-        entry["state"] = "uncertain"
+        entry["state"] = UNCERTAIN
 
     def _rolled_back(self, event: Any, position: int) -> None:
         r = self._known_round(event, position)
         entry = r and self._attempt(r, event.attempt, position)
         if r is None or entry is None:
             return
-        if entry["state"] != "uncertain":
+        if not _moves(entry, ROLLED_BACK):
             self._round(
                 r,
                 "debit",
                 f"attempt {event.attempt} was rolled back while {entry['state']}, not uncertain",
             )
-        entry["state"] = "rolled_back"
+        entry["state"] = ROLLED_BACK
 
     def _escalated(self, event: Any, position: int) -> None:
         r = self._known_round(event, position)
@@ -81,23 +95,23 @@ class MoneyChecks(Replay):
         entry = r and self._attempt(r, event.attempt, position)
         if r is None or entry is None:
             return
-        if entry["state"] != "in_flight" or r.status != "open":
+        if not _moves(entry, DEBITED) or r.status != "open":
             self._round(
                 r,
                 "debit",
                 f"attempt {event.attempt} accepted while {entry['state']} (round {r.status})",
             )
-        entry["state"] = "debited"
+        entry["state"] = DEBITED
 
     def _voided(self, event: Any, position: int) -> None:
         r = self._known_round(event, position)
         entry = r and self._attempt(r, event.attempt, position)
         if r is None:
             return
-        if r.status != "open" or (entry is not None and entry["state"] != "in_flight"):
+        if r.status != "open" or (entry is not None and not _moves(entry, REFUSED)):
             self._round(r, "round_state", f"voided while {r.status}")
         if entry is not None:
-            entry["state"] = "refused"
+            entry["state"] = REFUSED
         r.status = "voided"
         r.opening = {key: r.opening.get(key) for key in OPENING_KEPT}
 
