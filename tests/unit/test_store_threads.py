@@ -62,16 +62,18 @@ async def test_a_call_past_its_deadline_is_abandoned_and_finishes_alone(monkeypa
     finished = threading.Event()
 
     def slow() -> str:
-        time.sleep(0.3)
+        time.sleep(1.5)
         finished.set()
         return "late"
 
+    # the caller is answered at its 0.1 s deadline, long before the call ends (the margin
+    # is wide: a loaded machine delays the answer, it must still come well before 1.5 s)
     started = time.monotonic()
     with pytest.raises(StoreUnavailable, match="exceeded its deadline"):
         await store_calls.in_store(slow)
-    assert time.monotonic() - started < 0.29
+    assert time.monotonic() - started < 1.0
     assert not finished.is_set()
-    assert await asyncio.to_thread(finished.wait, 2.0) is True
+    assert await asyncio.to_thread(finished.wait, 5.0) is True
     assert await store_calls.in_store(lambda: "next") == "next"
 
 
@@ -100,7 +102,7 @@ async def test_abandoned_calls_give_their_place_to_the_next_ones() -> None:
                 await threads.submit(release.wait, (5.0,))
     started = time.monotonic()
     assert await threads.submit(lambda: "next", ()) == "next"
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 2.0  # far below the 5 s the call would take
 
     lock = threading.Lock()
     running = most = 0
@@ -134,7 +136,7 @@ async def test_the_deadline_holds_while_every_thread_is_stuck(monkeypatch) -> No
         return time.monotonic() - started
 
     waits = await asyncio.gather(timed(), timed())
-    assert all(wait < 0.5 for wait in waits), waits
+    assert all(wait < 2.0 for wait in waits), waits  # not the 5 s wait
     assert await store_calls.in_store(lambda: 3) == 3
     release.set()
 
@@ -145,7 +147,7 @@ async def test_stop_iteration_reaches_the_caller_as_an_error_at_once() -> None:
     with pytest.raises(RuntimeError, match="StopIteration"):
         async with asyncio.timeout(2.0):  # a future that never resolves fails, not hangs
             await threads.submit(next, (iter(()),))
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.0  # at once, not at the 2 s timeout
 
 
 async def test_stop_ends_the_threads_once_their_jobs_are_done() -> None:
@@ -220,12 +222,12 @@ async def test_the_call_after_money_skips_the_breaker_and_waits_on_for_a_slow_st
     started = time.monotonic()
     with pytest.raises(StoreOutcomeUnknown, match="exceeded"):
         await store_calls.in_store_after_money(release.wait, 5.0)
-    assert 0.15 <= time.monotonic() - started < 0.5
+    assert 0.15 <= time.monotonic() - started < 2.0  # far below the 5 s the call would take
     # a store that does not answer the probe is down: no longer wait than the plain one
     monkeypatch.setattr(store_calls, "_probe", lambda: False)
     monkeypatch.setattr(store_calls, "FINISH_DEADLINE_SECONDS", 5.0)
     started = time.monotonic()
     with pytest.raises(StoreOutcomeUnknown):
         await store_calls.in_store_after_money(release.wait, 5.0)
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 2.0  # far below the 5 s the call would take
     release.set()
