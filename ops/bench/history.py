@@ -302,7 +302,7 @@ class _QmarkCursor:
     """The projections' ``?`` statements on a plain psycopg cursor."""
 
     def __init__(self, cursor: Any) -> None:
-        from application.sql import _PgCursor
+        from application.store.sql import _PgCursor
 
         self._cursor = _PgCursor(cursor)
 
@@ -372,7 +372,7 @@ def history_players(prefix: str, count: int, extra: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from application.config_load import load_config
+    from application.config.load import load_config
     from application.platform import Platform
 
     parser = argparse.ArgumentParser(prog="python -m ops.bench.history", description=__doc__)

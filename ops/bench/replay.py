@@ -36,7 +36,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from application.audit import Auditor  # noqa: E402
 from application.clock import ManualClock  # noqa: E402
-from application.config_load import parse_config  # noqa: E402
+from application.config.load import parse_config  # noqa: E402
 from application.opening import round_opening  # noqa: E402
 from application.platform import Platform  # noqa: E402
 from application.settlement import _grant, settlement_record  # noqa: E402

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from application.platform import Platform
     from application.play_balance import BalancePlays
     from application.play_items import ItemsPlays
-    from application.wallet import WalletClient
+    from application.wallet.client import WalletClient
 
 
 class Services(Protocol):

@@ -354,9 +354,9 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
 
 def open_store(database_url: str) -> tuple[Application, Any]:
     """The event store and our tables at ``database_url``, without a configuration."""
-    from application.database_url import parse_database_url
     from application.platform import EventStore
-    from application.sql import open_database
+    from application.store.database_url import parse_database_url
+    from application.store.sql import open_database
 
     location = parse_database_url(database_url)
     env = location.eventsourcing_env()

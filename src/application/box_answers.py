@@ -22,8 +22,8 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from application.box_config import MAX_ID
-from application.directory import Directory, Operator
+from application.config.boxes import MAX_ID
+from application.config.directory import Directory, Operator
 from application.errors import PlatformError, game_disabled
 from domain.boxes import BoxVersion
 from domain.catalog import localised_name

@@ -99,8 +99,8 @@ def recorded_box(database_url: str, box_id: int, box_version_id: int) -> Recorde
     """The version (``box_id``, ``box_version_id``) of the store's recorded catalogue, or
     None when the store recorded no such version (or no box catalogue at all)."""
     from application.box_records import recorded_box_catalog
-    from application.database_url import parse_database_url
     from application.platform import EventStore
+    from application.store.database_url import parse_database_url
 
     env = parse_database_url(database_url).eventsourcing_env()
     if env["PERSISTENCE_MODULE"].endswith("postgres"):  # one reader: a small pool

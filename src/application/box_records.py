@@ -15,8 +15,8 @@ from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
 
-from application.box_config import box_version
-from application.config import BoxConfig, Config, ConfigError
+from application.config.boxes import box_version
+from application.config.shape import BoxConfig, Config, ConfigError
 from domain.box_history import BoxCatalogRecord
 
 NEW_VERSION = "a recorded version never changes: publish a new box_version_id"

@@ -34,14 +34,14 @@ from application.action_locks import (
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
 from application.items import check_item_ids, count, item_wire, load_open_items
 from application.platform import Platform
-from application.store_calls import (
+from application.store.calls import (
     StoreOutcomeUnknown,
     in_store,
     in_store_after_money,
     in_store_write,
 )
-from application.wallet import Accepted, Refused, WalletClient, WalletOutcome
-from application.wallet_refusals import wallet_refusal, wallet_unavailable
+from application.wallet.client import Accepted, Refused, WalletClient, WalletOutcome
+from application.wallet.refusals import wallet_refusal, wallet_unavailable
 from domain.cashout import Cashout, CashoutStateError, cashout_id, cashout_public_id
 from domain.ids import inventory_item_id
 from domain.inventory import InventoryItem, ItemStateError

@@ -20,7 +20,7 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError
 
 from application.clock import iso_utc
-from application.directory import Operator
+from application.config.directory import Operator
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
 from domain.catalog import CatalogItem

@@ -20,8 +20,8 @@ from application.round_view import recorded_answer
 from application.settlement import settle_round
 from application.upgrader import check_target, operator_for_mode, quote
 from application.wager_saga import WagerSaga
-from application.wallet import WalletClient
-from application.wallet_refusals import wallet_unavailable
+from application.wallet.client import WalletClient
+from application.wallet.refusals import wallet_unavailable
 from domain.ids import round_id
 from domain.round import Round
 from domain.upgrader_round import UpgraderOpening

@@ -24,7 +24,7 @@ from application.opening import round_opening
 from application.platform import Platform
 from application.round_view import recorded_answer
 from application.settlement import settle_round
-from application.store_calls import StoreOutcomeUnknown, in_store_write
+from application.store.calls import StoreOutcomeUnknown, in_store_write
 from application.upgrader import (
     Quote,
     check_chance,

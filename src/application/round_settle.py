@@ -19,7 +19,7 @@ from eventsourcing.persistence import IntegrityError
 
 from application.errors import PlatformError
 from application.platform import Platform
-from application.wallet_refusals import wallet_unavailable
+from application.wallet.refusals import wallet_unavailable
 from domain.records import Record
 from domain.round import Round
 

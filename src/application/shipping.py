@@ -18,7 +18,7 @@ from application.cashout import item_not_available
 from application.errors import PlatformError, not_found, outcome_unknown
 from application.items import check_item_ids, listed_item_wire, load_open_items
 from application.platform import Platform
-from application.store_calls import StoreOutcomeUnknown, in_store_write
+from application.store.calls import StoreOutcomeUnknown, in_store_write
 from domain.cashout import Shipment
 
 

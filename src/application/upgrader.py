@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from application.directory import Directory, Operator
+from application.config.directory import Directory, Operator
 from application.errors import PlatformError, validation_error
 from domain.catalog import CatalogItem, Prize, prize_of
 from domain.money import Currency

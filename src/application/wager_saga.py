@@ -38,10 +38,10 @@ from eventsourcing.persistence import IntegrityError
 from application.action_locks import ActionLocks, action_in_progress, idempotency_conflict
 from application.errors import PlatformError, outcome_unknown
 from application.platform import Platform
-from application.sql import StoreUnavailable
-from application.store_calls import StoreOutcomeUnknown, in_store, in_store_after_money
-from application.wallet import Accepted, Refused, WalletClient
-from application.wallet_refusals import refused_debit_error, wallet_unavailable
+from application.store.calls import StoreOutcomeUnknown, in_store, in_store_after_money
+from application.store.sql import StoreUnavailable
+from application.wallet.client import Accepted, Refused, WalletClient
+from application.wallet.refusals import refused_debit_error, wallet_unavailable
 from domain.round import Round, RoundTerms
 
 DEBITED_NOT_RECORDED = "the wallet accepted the debit and the round is still being recorded"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from application.config_load import load_config
+from application.config.load import load_config
 from application.errors import PlatformError
 from entrypoints.cli_args import command
 

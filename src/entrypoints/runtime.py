@@ -16,7 +16,7 @@ from application.fairness_service import FairnessService
 from application.platform import Platform, ensure_tables
 from application.play_balance import BalancePlays
 from application.play_items import ItemsPlays
-from application.wallet import WalletClient
+from application.wallet.client import WalletClient
 from projections.analytics import Analytics
 from projections.dispatcher import WebhookDispatcher
 from projections.hash_chain import HashChain

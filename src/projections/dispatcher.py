@@ -46,7 +46,7 @@ import aiohttp
 import anyio
 
 from application.platform import Platform
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from domain.signing import outbound_headers
 from projections.outbox import NAME as OUTBOX
 from projections.runner import ProjectionRunner

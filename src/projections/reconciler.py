@@ -26,7 +26,7 @@ import anyio
 from application.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
 from application.wager_saga import change_round, mark_uncertain
-from application.wallet import Accepted, Uncertain, WalletClient
+from application.wallet.client import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
 from projections.runner import ProjectionRunner
 

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 from eventsourcing.application import Application
 
 from application.audit_decode import EventDecoder
-from application.sql import SqlDatabase
+from application.store.sql import SqlDatabase
 
 log = logging.getLogger("upgrader.projections")
 

@@ -59,7 +59,7 @@ from eventsourcing import domain as es_domain
 from eventsourcing.utils import get_topic
 
 from application.clock import ManualClock
-from application.config_load import parse_config
+from application.config.load import parse_config
 from application.platform import Platform
 from application.shipping import mark_shipped
 from entrypoints.app import create_app

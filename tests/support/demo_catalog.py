@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from application.config_load import load_config
-from application.directory import Directory, Operator
+from application.config.directory import Directory, Operator
+from application.config.load import load_config
 from application.upgrader import upgrader_settings
 from domain.money import Currency
 from domain.stake_counting import count_item, displayed

@@ -11,7 +11,7 @@ import msgspec
 from api.schemas_items import PlayItemsAnswer
 from api.schemas_upgrader import PlayAnswer, RoundWire
 from application.round_view import play_answer, round_wire
-from application.wallet_refusals import voided_round_wire
+from application.wallet.refusals import voided_round_wire
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from tests.golden.snapshot import load_log
 

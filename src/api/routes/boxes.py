@@ -15,7 +15,7 @@ from litestar.params import FromPath, FromQuery
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, who
 from application.box_answers import BoxAnswer, BoxesAnswer, box_version_answer, offered_boxes
-from application.directory import Directory
+from application.config.directory import Directory
 from application.errors import PlatformError
 
 VERSION_PATH = "/boxes/{box_id:int}/versions/{box_version_id:int}"

@@ -33,16 +33,16 @@ from api.schemas import (
     SessionInitRequest,
     UpgraderConfigWire,
 )
-from application.balances import (
+from application.access.sessions import LaunchClaims
+from application.clock import iso_utc
+from application.errors import PlatformError, game_disabled
+from application.platform import Platform
+from application.upgrader import upgrader_settings
+from application.wallet.balances import (
     SESSION_INIT_BALANCE_SECONDS,
     balance_unavailable,
     read_player_balance,
 )
-from application.clock import iso_utc
-from application.errors import PlatformError, game_disabled
-from application.platform import Platform
-from application.sessions import LaunchClaims
-from application.upgrader import upgrader_settings
 from domain.upgrader_rules import derive_selector_config
 
 

@@ -54,8 +54,8 @@ from typing import Any
 import aiohttp
 import msgspec
 
-from application.wallet import MAX_ANSWER_BYTES, read_capped, request_body, request_headers
-from application.wallet_contract import BALANCE, SESSION_INIT_BALANCE_SECONDS, answer_problem
+from application.wallet.client import MAX_ANSWER_BYTES, read_capped, request_body, request_headers
+from application.wallet.contract import BALANCE, SESSION_INIT_BALANCE_SECONDS, answer_problem
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 STALE_SECONDS = 600  # beyond the ±300 s any wallet must refuse

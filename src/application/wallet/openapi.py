@@ -6,7 +6,7 @@ words below, so the document cannot drift from what ``upgrader wallet-check`` en
 module builds, that it is valid OpenAPI, and that every request the platform sends and
 every answer the reference wallet gives validate against it. Regenerate it with::
 
-    .venv/bin/python -m application.wallet_openapi > docs/wallet-openapi.json
+    .venv/bin/python -m application.wallet.openapi > docs/wallet-openapi.json
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from application.wallet import MAX_ANSWER_BYTES
-from application.wallet_contract import (
+from application.wallet.client import MAX_ANSWER_BYTES
+from application.wallet.contract import (
     ANSWER_STRUCTS,
     BALANCE,
     CREDIT,

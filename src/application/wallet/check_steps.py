@@ -11,8 +11,7 @@ import uuid
 
 import aiohttp
 
-from application.wallet import INT64_MAX
-from application.wallet_check import (
+from application.wallet.check import (
     FAIL,
     GRACE_SECONDS,
     PASS,
@@ -24,7 +23,8 @@ from application.wallet_check import (
     balance_value,
     debit_key,
 )
-from application.wallet_contract import BALANCE, CREDIT, DEBIT, ROLLBACK
+from application.wallet.client import INT64_MAX
+from application.wallet.contract import BALANCE, CREDIT, DEBIT, ROLLBACK
 
 FORGERIES = (
     ("bad signature", "bad_signature", "signed with another secret"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from application.config import BoxConfig, Config, OperatorConfig
+from application.config.shape import BoxConfig, Config, OperatorConfig
 from domain.boxes import MAX_TOTAL_TICKETS, BoxCatalog, BoxEntry, BoxVersion
 
 MAX_ID = 2**53 - 1

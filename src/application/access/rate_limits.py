@@ -1,6 +1,6 @@
 """Abuse limits (fixed one-second windows) shared by every API process through the store
 (``service.rate_limits = "store"``; the default counts in process memory instead, see
-application/process_limits.py).
+application/access/process_limits.py).
 
 A hit adds one to its bucket's row of ``rate_counters`` for the current window
 (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``) and is refused when the count is
@@ -45,7 +45,7 @@ from typing import Any
 
 from application.clock import Clock
 from application.errors import PlatformError
-from application.sql import SqlDatabase, StoreUnavailable
+from application.store.sql import SqlDatabase, StoreUnavailable
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS rate_counters (
@@ -130,7 +130,7 @@ def _verdict(hits: Sequence[Hit], counts: Sequence[int | None], now: float, wind
 
 class RateLimiter:
     """The store-backed limiter (``service.rate_limits = "store"``); the default counts
-    in process memory (application/process_limits.py)."""
+    in process memory (application/access/process_limits.py)."""
 
     in_memory = False
 

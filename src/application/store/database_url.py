@@ -64,7 +64,7 @@ class DatabaseLocation:
             "POSTGRES_CONNECT_TIMEOUT": "2",
             "POSTGRES_PRE_PING": "y",
             # the lock, NOTIFY and INSERT in one server-side statement (pg_recorder.py)
-            "APPLICATION_RECORDER_TOPIC": "application.pg_recorder:SerialInsertRecorder",
+            "APPLICATION_RECORDER_TOPIC": "application.store.pg_recorder:SerialInsertRecorder",
         }
 
 

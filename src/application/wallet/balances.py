@@ -17,7 +17,7 @@ from typing import Any
 
 from application.errors import PlatformError
 from application.platform import Platform
-from application.wallet import WalletClient
+from application.wallet.client import WalletClient
 
 SESSION_INIT_BALANCE_SECONDS = 1.0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from application.box_config import box_problems, boxes_settings_problems
-from application.config import Config, OperatorConfig, UpgraderConfig
+from application.config.boxes import box_problems, boxes_settings_problems
+from application.config.shape import Config, OperatorConfig, UpgraderConfig
 from domain.money import parse_rate
 
 KNOWN_GAMES = frozenset({"upgrader", "boxes"})

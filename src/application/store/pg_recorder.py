@@ -42,9 +42,9 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier, Literal
 
-from application.pool_check import check_unless_recent
+from application.store.pool_check import check_unless_recent
 
-TOPIC = "application.pg_recorder:SerialInsertRecorder"
+TOPIC = "application.store.pg_recorder:SerialInsertRecorder"
 
 
 class _Insert:

@@ -19,7 +19,7 @@ import msgspec
 
 from application.clock import Clock
 from application.errors import PlatformError
-from application.sql import DuplicateRow, SqlDatabase
+from application.store.sql import DuplicateRow, SqlDatabase
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS service_secrets (

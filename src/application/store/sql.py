@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
-from application.database_url import DatabaseLocation
+from application.store.database_url import DatabaseLocation
 
 
 class StoreUnavailable(Exception):
@@ -127,7 +127,7 @@ class PostgresDatabase:
     def __init__(self, location: DatabaseLocation, pool_size: int = 8) -> None:
         import psycopg_pool
 
-        from application.pool_check import check_unless_recent
+        from application.store.pool_check import check_unless_recent
 
         self._pool = psycopg_pool.ConnectionPool(
             location.conninfo(),

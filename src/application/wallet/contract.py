@@ -3,7 +3,7 @@ accepts back (interface 2.9, 5.1, 6; decisions §4).
 
 These structs are the single source of ``docs/wallet-openapi.json`` (``wallet_openapi``
 builds it from their JSON Schema) and of the answer checks ``upgrader wallet-check`` runs.
-The platform's own reading of an answer is more forgiving in places (``wallet.py``: an
+The platform's own reading of an answer is more forgiving in places (``client.py``: an
 accepted answer without a balance is still accepted); the contract is what a wallet must
 send, so this module is the stricter of the two.
 """
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from application.wallet import INT64_MAX, MAX_ANSWER_BYTES
+from application.wallet.client import INT64_MAX, MAX_ANSWER_BYTES
 
 BALANCE = "wallet.balance"
 DEBIT = "wallet.debit"

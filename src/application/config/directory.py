@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from application.box_config import box_catalog
-from application.config import CatalogItemConfig, Config, OperatorConfig
+from application.config.boxes import box_catalog
+from application.config.shape import CatalogItemConfig, Config, OperatorConfig
 from application.errors import PlatformError
 from domain.boxes import BoxCatalog
 from domain.catalog import CatalogItem

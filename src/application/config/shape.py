@@ -1,6 +1,6 @@
 """The configuration file contract (shared/spec/config.md): its shape.
 
-TOML is decoded (``config_load.py``) into these frozen msgspec structs, which forbid
+TOML is decoded (``load.py``) into these frozen msgspec structs, which forbid
 unknown fields; anything wrong raises ``ConfigError`` with one line naming the key.
 Secrets are masked in every repr.
 """

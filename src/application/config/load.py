@@ -1,5 +1,5 @@
 """Reading the configuration file: TOML decoded strictly into the structs of
-``config.py``, overridden from the environment, then checked (``config_rules.py``);
+``shape.py``, overridden from the environment, then checked (``rules.py``);
 anything wrong raises ``ConfigError`` with one line naming the key."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import msgspec
 
-from application.config import Config, ConfigError
-from application.config_rules import first_problem
+from application.config.rules import first_problem
+from application.config.shape import Config, ConfigError
 
-DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[3] / "ops" / "demo" / "config.toml"
 ENV_OVERRIDES = ("UPGRADER_DATABASE_URL", "UPGRADER_HOST", "UPGRADER_PORT")
 
 

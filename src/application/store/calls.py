@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-from application.sql import StoreUnavailable
+from application.store.sql import StoreUnavailable
 
 STORE_DEADLINE_SECONDS = 3.0
 # the store call after the wallet accepted (settle, record a credit): a longer wait, while

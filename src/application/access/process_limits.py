@@ -2,7 +2,7 @@
 the default).
 
 The same fixed one-second windows and the same answers as the store-backed limiter
-(application/rate_limits.py): a hit adds one to its bucket's count for the current
+(application/access/rate_limits.py): a hit adds one to its bucket's count for the current
 window and is refused when the count is over the limit (refused hits count too); a
 chain of hits (a play: its key or session, then its player) counts each bucket only if
 every bucket before it was within its limit, and the first one over is the refusal, 429
@@ -30,8 +30,8 @@ import math
 import threading
 from collections.abc import Sequence
 
+from application.access.rate_limits import Hit, rate_limited
 from application.clock import Clock
-from application.rate_limits import Hit, rate_limited
 
 
 class ProcessLimiter:

@@ -10,7 +10,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
 from application.box_records import box_catalog_changes
-from application.config import CatalogItemConfig, Config, OperatorConfig
+from application.config.shape import CatalogItemConfig, Config, OperatorConfig
 from domain.config_history import CatalogItemRecord, OperatorProfile
 
 
