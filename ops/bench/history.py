@@ -135,7 +135,7 @@ class HistoryWriter:
     def write(self, conn: Any, players: Sequence[str]) -> int:
         """One chunk: a round for each of ``players``, in one transaction; returns the
         number of events."""
-        from application.round_view import round_wire
+        from application.games.upgrader.answers import round_wire
         from domain.hash_chain import chain_link, utc_day
         from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
         from projections.analytics_facts import _flow_row, daily_increments, round_fact
@@ -326,8 +326,8 @@ def seed_history(
     ``platform`` (PostgreSQL; its configuration recorded, no process serving it)."""
     import psycopg
 
-    from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
     from application.platform import ensure_tables
+    from application.rounds.fairness import SCHEMA as FAIRNESS_SCHEMA
     from entrypoints.runtime import all_projections
     from projections.runner import ProjectionRunner
 

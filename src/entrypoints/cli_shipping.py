@@ -16,8 +16,8 @@ from entrypoints.cli_args import command
 
 
 def _shipped(args: argparse.Namespace) -> int:
+    from application.inventory.shipping import mark_shipped
     from application.platform import Platform
-    from application.shipping import mark_shipped
 
     platform = Platform(load_config(args.config), pool_size=2)
     try:

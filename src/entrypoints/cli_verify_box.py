@@ -37,7 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from application.box_draw_check import (
+from application.config.boxes import MAX_BOXES_PER_ROUND, MAX_ID
+from application.games.boxes.draw_check import (
     BadBoxInput,
     BoxCheck,
     BoxRequest,
@@ -48,7 +49,6 @@ from application.box_draw_check import (
     draw_reels,
     recorded_box,
 )
-from application.config.boxes import MAX_BOXES_PER_ROUND, MAX_ID
 from domain.fairness import (
     ALGORITHM_KEY,
     MAX_DRAW_SPACE,

@@ -50,7 +50,7 @@ from uuid import UUID, uuid5
 from eventsourcing.utils import get_topic
 
 from application.clock import iso_utc
-from application.round_view import play_answer
+from application.games.upgrader.answers import play_answer
 from application.store.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round

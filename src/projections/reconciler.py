@@ -23,9 +23,9 @@ from uuid import UUID
 
 import anyio
 
-from application.cashout import record_credit_outcome, send_credit
+from application.inventory.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
-from application.wager_saga import change_round, mark_uncertain
+from application.rounds.saga import change_round, mark_uncertain
 from application.wallet.client import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
 from projections.runner import ProjectionRunner

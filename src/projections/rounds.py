@@ -13,7 +13,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.round_view import round_wire
+from application.games.upgrader.answers import round_wire
 from application.store.sql import execute_in_order
 from application.wallet.refusals import voided_round_wire
 from domain.round import Round

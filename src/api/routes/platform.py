@@ -36,8 +36,8 @@ from api.schemas import (
 from application.access.sessions import LaunchClaims
 from application.clock import iso_utc
 from application.errors import PlatformError, game_disabled
+from application.games.upgrader.quote import upgrader_settings
 from application.platform import Platform
-from application.upgrader import upgrader_settings
 from application.wallet.balances import (
     SESSION_INIT_BALANCE_SECONDS,
     balance_unavailable,

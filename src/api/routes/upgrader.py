@@ -33,8 +33,8 @@ from api.schemas_upgrader import (
 )
 from api.services import Services
 from application.errors import not_found, validation_error
-from application.play_balance import PlayBalance
-from application.upgrader import Quote, operator_for_mode, quote, upgrader_settings
+from application.games.upgrader.play_balance import PlayBalance
+from application.games.upgrader.quote import Quote, operator_for_mode, quote, upgrader_settings
 from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
 

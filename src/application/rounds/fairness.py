@@ -14,10 +14,10 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError, Repository
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import fingerprint, idempotency_conflict
 from application.clock import iso_utc
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
+from application.rounds.actions import fingerprint, idempotency_conflict
 from domain.fairness import is_valid_client_seed, seed_hash
 from domain.ids import fairness_id
 from domain.player_fairness import PlayerFairness

@@ -35,9 +35,9 @@ import anyio
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import ActionLocks, action_in_progress, idempotency_conflict
 from application.errors import PlatformError, outcome_unknown
 from application.platform import Platform
+from application.rounds.actions import ActionLocks, action_in_progress, idempotency_conflict
 from application.store.calls import StoreOutcomeUnknown, in_store, in_store_after_money
 from application.store.sql import StoreUnavailable
 from application.wallet.client import Accepted, Refused, WalletClient

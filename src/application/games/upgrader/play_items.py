@@ -16,16 +16,10 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.action_locks import ActionLocks, fingerprint, idempotency_conflict
 from application.errors import PlatformError, outcome_unknown
-from application.fairness_service import FairnessService
-from application.items import check_item_ids, count, load_open_items, sum_uncredited
-from application.opening import round_opening
-from application.platform import Platform
-from application.round_view import recorded_answer
-from application.settlement import settle_round
-from application.store.calls import StoreOutcomeUnknown, in_store_write
-from application.upgrader import (
+from application.games.upgrader.answers import recorded_answer
+from application.games.upgrader.opening import round_opening
+from application.games.upgrader.quote import (
     Quote,
     check_chance,
     check_target,
@@ -33,6 +27,12 @@ from application.upgrader import (
     quote,
     upgrader_settings,
 )
+from application.games.upgrader.settlement import settle_round
+from application.inventory.items import check_item_ids, count, load_open_items, sum_uncredited
+from application.platform import Platform
+from application.rounds.actions import ActionLocks, fingerprint, idempotency_conflict
+from application.rounds.fairness import FairnessService
+from application.store.calls import StoreOutcomeUnknown, in_store_write
 from domain.ids import round_id
 from domain.inventory import InventoryItem, ItemStateError
 from domain.round import Round

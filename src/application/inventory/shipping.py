@@ -13,11 +13,11 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import action_in_progress, fingerprint, idempotency_conflict
-from application.cashout import item_not_available
 from application.errors import PlatformError, not_found, outcome_unknown
-from application.items import check_item_ids, listed_item_wire, load_open_items
+from application.inventory.cashout import item_not_available
+from application.inventory.items import check_item_ids, listed_item_wire, load_open_items
 from application.platform import Platform
+from application.rounds.actions import action_in_progress, fingerprint, idempotency_conflict
 from application.store.calls import StoreOutcomeUnknown, in_store_write
 from domain.cashout import Shipment
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from application.games.upgrader.quote import Quote, upgrader_settings
 from application.platform import Platform
-from application.upgrader import Quote, upgrader_settings
 from domain.catalog import CatalogItem, Prize
 from domain.ids import round_public_id
 from domain.upgrader_round import PinnedBand, Target, UpgraderOpening

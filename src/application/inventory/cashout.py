@@ -25,15 +25,15 @@ import anyio
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from application.action_locks import (
+from application.errors import PlatformError, WalletRefusal, outcome_unknown
+from application.inventory.items import check_item_ids, count, item_wire, load_open_items
+from application.platform import Platform
+from application.rounds.actions import (
     ActionLocks,
     action_in_progress,
     fingerprint,
     idempotency_conflict,
 )
-from application.errors import PlatformError, WalletRefusal, outcome_unknown
-from application.items import check_item_ids, count, item_wire, load_open_items
-from application.platform import Platform
 from application.store.calls import (
     StoreOutcomeUnknown,
     in_store,

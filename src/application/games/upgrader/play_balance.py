@@ -1,9 +1,9 @@
 """PlayUpgrader, balance mode: the Upgrader's checks and settle on the wager saga.
 
-The saga (``application/wager_saga.py``: open, debit, settle or void or uncertain, roll
+The saga (``application/rounds/saga.py``: open, debit, settle or void or uncertain, roll
 back) is the same for every game; the Upgrader supplies its opening (the checks of
 decisions §7 and what they quoted and pinned), its settle (the roll, the payout and the
-item grant, ``application/settlement.py``) and the debit's reason ``upgrader.wager``.
+item grant, ``application/games/upgrader/settlement.py``) and the debit's reason ``upgrader.wager``.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from application.action_locks import fingerprint
-from application.fairness_service import FairnessService
-from application.opening import round_opening
+from application.games.upgrader.answers import recorded_answer
+from application.games.upgrader.opening import round_opening
+from application.games.upgrader.quote import check_target, operator_for_mode, quote
+from application.games.upgrader.settlement import settle_round
 from application.platform import Platform
-from application.round_view import recorded_answer
-from application.settlement import settle_round
-from application.upgrader import check_target, operator_for_mode, quote
-from application.wager_saga import WagerSaga
+from application.rounds.actions import fingerprint
+from application.rounds.fairness import FairnessService
+from application.rounds.saga import WagerSaga
 from application.wallet.client import WalletClient
 from application.wallet.refusals import wallet_unavailable
 from domain.ids import round_id
@@ -40,7 +40,7 @@ class PlayBalance:
 
 
 class BalancePlays:
-    """The Upgrader as a :class:`~application.wager_saga.WagerGame`."""
+    """The Upgrader as a :class:`~application.rounds.saga.WagerGame`."""
 
     reason = "upgrader.wager"
 

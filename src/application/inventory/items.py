@@ -134,7 +134,7 @@ def item_wire(
     uncredited: dict[str, int] | None,
 ) -> dict[str, Any]:
     """An inventory item on the wire (decisions §8)."""
-    from application.round_view import uncredited_wire
+    from application.games.upgrader.answers import uncredited_wire
 
     return {
         "inventoryItemId": grant["inventory_item_id"],

@@ -1,5 +1,5 @@
 """The Upgrader's settle: the nonce, the roll, the payout and the item grant, saved with
-the round's settle in one commit by the shared ``application/round_settle.py``."""
+the round's settle in one commit by the shared ``application/rounds/settle.py``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
-from application.fairness_service import FairnessService
+from application.games.upgrader.answers import play_answer, recorded_answer
 from application.platform import Platform
-from application.round_settle import Drawn, settle_with_retries
-from application.round_view import play_answer, recorded_answer
+from application.rounds.fairness import FairnessService
+from application.rounds.settle import Drawn, settle_with_retries
 from domain.fairness import ALGORITHM_KEY, is_win, roll
 from domain.ids import inventory_item_number
 from domain.inventory import InventoryItem
