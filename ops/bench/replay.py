@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from application.audit import Auditor  # noqa: E402
+from application.audit.auditor import Auditor  # noqa: E402
 from application.clock import ManualClock  # noqa: E402
 from application.config.load import parse_config  # noqa: E402
 from application.games.upgrader.opening import round_opening  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit_replay import RESOLVED, Replay, _Item
+from application.audit.replay import RESOLVED, Replay, _Item
 from domain.ids import inventory_item_id
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit_replay import Replay, _Pair
-from application.audit_report import Violation
+from application.audit.replay import Replay, _Pair
+from application.audit.report import Violation
 from domain.fairness import is_valid_server_seed, roll, seed_hash
 
 

@@ -13,10 +13,10 @@ from uuid import UUID
 
 from eventsourcing.application import Application
 
-from application.audit_chain import ChainVerifier
-from application.audit_config import ConfigHistory
-from application.audit_decode import EventDecoder
-from application.audit_report import AuditReport, AuditScope, Violation
+from application.audit.chain import ChainVerifier
+from application.audit.config import ConfigHistory
+from application.audit.decode import EventDecoder
+from application.audit.report import AuditReport, AuditScope, Violation
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.ids import round_public_id
 
@@ -80,7 +80,7 @@ class _Item:
 
 
 class Replay:
-    """The state the checks share and the loop that feeds them; ``Auditor`` (audit.py)
+    """The state the checks share and the loop that feeds them; ``Auditor`` (auditor.py)
     adds the checks and names the handler of each event class."""
 
     def __init__(
@@ -106,7 +106,7 @@ class Replay:
         self.item_of: dict[UUID, _Item] = {}
         self.versions: dict[Any, int] = {}
         self.decoder = EventDecoder(events.mapper)
-        # the opening checks' catalogue items (audit.py _catalog_item), built once each
+        # the opening checks' catalogue items (auditor.py _catalog_item), built once each
         self._listed: dict[int, tuple[dict[str, Any], Any]] = {}
         self._handlers = self._event_handlers()
 

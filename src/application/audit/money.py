@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit_replay import OPENING_KEPT, SETTLEMENT_KEPT, Replay, _Round
+from application.audit.replay import OPENING_KEPT, SETTLEMENT_KEPT, Replay, _Round
 from domain.fairness import ROLL_SPACE
 
 

@@ -23,8 +23,9 @@ For every round (decisions §2-§6):
   recomputed, naming the first changed, deleted or inserted event.
 
 The checks are split by concern: the opening here, the money saga and outcome in
-``audit_money.py``, fairness in ``audit_fairness.py``, items in ``audit_items.py``, the
-replay loop and its state in ``audit_replay.py``, the hash chain in ``audit_chain.py``.
+``money.py``, fairness in ``fairness.py``, items in ``items.py``, the replay loop and its
+state in ``replay.py``, the hash chain in ``chain.py``, the recorded configuration in
+``config.py``, the events read in ``decode.py`` and the findings in ``report.py``.
 
 Read-only: nothing is written. ``upgrader audit`` (``entrypoints/cli_audit.py``) is the command.
 """
@@ -36,12 +37,12 @@ from typing import Any
 
 from eventsourcing.application import Application
 
-from application.audit_config import ProfileSnapshot, catalog_item
-from application.audit_fairness import FairnessChecks
-from application.audit_items import ItemChecks
-from application.audit_money import MoneyChecks
-from application.audit_replay import _Round
-from application.audit_report import AuditReport, AuditScope
+from application.audit.config import ProfileSnapshot, catalog_item
+from application.audit.fairness import FairnessChecks
+from application.audit.items import ItemChecks
+from application.audit.money import MoneyChecks
+from application.audit.replay import _Round
+from application.audit.report import AuditReport, AuditScope
 from domain.cashout import Cashout
 from domain.catalog import CatalogItem, is_eligible
 from domain.ids import round_public_id
