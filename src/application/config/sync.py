@@ -9,8 +9,8 @@ import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
+from application.config.box_records import box_catalog_changes
 from application.config.shape import CatalogItemConfig, Config, OperatorConfig
-from application.games.boxes.records import box_catalog_changes
 from domain.config_history import CatalogItemRecord, OperatorProfile
 
 

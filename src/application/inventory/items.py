@@ -125,6 +125,20 @@ def base_of(grant: dict[str, Any]) -> Currency:
     return Currency(code=grant["base_currency"], rate=Fraction(1), exponent=grant["base_exponent"])
 
 
+ZERO_UNCREDITED = {"priceFallMinor": 0, "priceRiseMinor": 0, "creditsShareMinor": 0}
+
+
+def uncredited_wire(parts: dict[str, int] | None) -> dict[str, int]:
+    """A cash-back's uncredited parts on the wire (zeros when there are none)."""
+    if not parts:
+        return dict(ZERO_UNCREDITED)
+    return {
+        "priceFallMinor": parts["price_fall_minor"],
+        "priceRiseMinor": parts["price_rise_minor"],
+        "creditsShareMinor": parts["credits_share_minor"],
+    }
+
+
 def item_wire(
     grant: dict[str, Any],
     state: str,
@@ -134,8 +148,6 @@ def item_wire(
     uncredited: dict[str, int] | None,
 ) -> dict[str, Any]:
     """An inventory item on the wire (decisions §8)."""
-    from application.games.upgrader.answers import uncredited_wire
-
     return {
         "inventoryItemId": grant["inventory_item_id"],
         "itemId": grant["item_id"],

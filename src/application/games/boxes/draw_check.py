@@ -98,7 +98,7 @@ def draw_reels(
 def recorded_box(database_url: str, box_id: int, box_version_id: int) -> RecordedBox | None:
     """The version (``box_id``, ``box_version_id``) of the store's recorded catalogue, or
     None when the store recorded no such version (or no box catalogue at all)."""
-    from application.games.boxes.records import recorded_box_catalog
+    from application.config.box_records import recorded_box_catalog
     from application.platform import EventStore
     from application.store.database_url import parse_database_url
 

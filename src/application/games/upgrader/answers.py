@@ -10,20 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from application.clock import iso_utc
+from application.inventory.items import uncredited_wire
 from domain.round import Round
 from domain.upgrader_round import Target, UpgraderOpening, UpgraderSettlement, WonItem
-
-ZERO_UNCREDITED = {"priceFallMinor": 0, "priceRiseMinor": 0, "creditsShareMinor": 0}
-
-
-def uncredited_wire(parts: dict[str, int] | None) -> dict[str, int]:
-    if not parts:
-        return dict(ZERO_UNCREDITED)
-    return {
-        "priceFallMinor": parts["price_fall_minor"],
-        "priceRiseMinor": parts["price_rise_minor"],
-        "creditsShareMinor": parts["credits_share_minor"],
-    }
 
 
 def prize_wire(target: Target) -> dict[str, Any]:
