@@ -1,9 +1,9 @@
 """``upgrader wallet-check``: run an operator's wallet through the contract before go-live.
 
-Every call is built and signed by the platform's own code (``wallet.request_body``,
-``wallet.request_headers``), sent over aiohttp as the platform sends it, and every answer
-is read against ``wallet_contract`` (the source of ``docs/wallet-openapi.json``). The
-checks (``wallet_check_steps`` runs them in this order), on one test player:
+Every call is built and signed by the platform's own code (``client.request_body``,
+``client.request_headers``), sent over aiohttp as the platform sends it, and every answer
+is read against ``contract.py`` (the source of ``docs/wallet-openapi.json``). The
+checks (``check_steps.py`` runs them in this order), on one test player:
 
 =============================  ==========================================================
 check                          passes when

@@ -1,4 +1,4 @@
-"""The checks of ``upgrader wallet-check``, in order (see ``wallet_check`` for the rules).
+"""The checks of ``upgrader wallet-check``, in order (see ``check.py`` for the rules).
 
 Each step records one row: pass, fail (with the reason) or skip, and ends by reading the
 test player's balance. A step that finds the wallet took money it should not have gives

@@ -1,7 +1,7 @@
 """The wallet contract as code: what the platform sends to an operator's wallet and what it
 accepts back (interface 2.9, 5.1, 6; decisions §4).
 
-These structs are the single source of ``docs/wallet-openapi.json`` (``wallet_openapi``
+These structs are the single source of ``docs/wallet-openapi.json`` (``openapi.py``
 builds it from their JSON Schema) and of the answer checks ``upgrader wallet-check`` runs.
 The platform's own reading of an answer is more forgiving in places (``client.py``: an
 accepted answer without a balance is still accepted); the contract is what a wallet must

@@ -1,6 +1,6 @@
 """``docs/wallet-openapi.json``: the wallet contract as an OpenAPI 3.1 document.
 
-Built from the structs of ``wallet_contract`` (their JSON Schema, by msgspec) and the
+Built from the structs of ``contract.py`` (their JSON Schema, by msgspec) and the
 words below, so the document cannot drift from what ``upgrader wallet-check`` enforces.
 ``tests/integration/test_wallet_contract.py`` checks that the checked-in file is what this
 module builds, that it is valid OpenAPI, and that every request the platform sends and

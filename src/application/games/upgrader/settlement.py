@@ -145,7 +145,7 @@ def settle_round(
     debit: dict[str, Any] | None,
     extra: Callable[[Round], list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Roll and record (``round_settle.settle_with_retries``: retried when another round
+    """Roll and record (``rounds.settle.settle_with_retries``: retried when another round
     of the player took the nonce first).
 
     ``load_round`` gives the round afresh on every try (balance mode: the recorded one;
