@@ -135,7 +135,7 @@ class HistoryWriter:
     def write(self, conn: Any, players: Sequence[str]) -> int:
         """One chunk: a round for each of ``players``, in one transaction; returns the
         number of events."""
-        from application.round_view import round_wire
+        from application.games.upgrader.answers import round_wire
         from domain.hash_chain import chain_link, utc_day
         from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
         from projections.analytics_facts import _flow_row, daily_increments, round_fact
@@ -302,7 +302,7 @@ class _QmarkCursor:
     """The projections' ``?`` statements on a plain psycopg cursor."""
 
     def __init__(self, cursor: Any) -> None:
-        from application.sql import _PgCursor
+        from application.store.sql import _PgCursor
 
         self._cursor = _PgCursor(cursor)
 
@@ -326,8 +326,8 @@ def seed_history(
     ``platform`` (PostgreSQL; its configuration recorded, no process serving it)."""
     import psycopg
 
-    from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
     from application.platform import ensure_tables
+    from application.rounds.fairness import SCHEMA as FAIRNESS_SCHEMA
     from entrypoints.runtime import all_projections
     from projections.runner import ProjectionRunner
 
@@ -372,7 +372,7 @@ def history_players(prefix: str, count: int, extra: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from application.config_load import load_config
+    from application.config.load import load_config
     from application.platform import Platform
 
     parser = argparse.ArgumentParser(prog="python -m ops.bench.history", description=__doc__)

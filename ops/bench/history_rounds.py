@@ -57,8 +57,8 @@ class PastRounds:
     def __init__(self, platform: Any, operator_id: str) -> None:
         from eventsourcing.utils import get_topic
 
-        from application.play_balance import fingerprint
-        from application.upgrader import check_target, operator_for_mode, quote
+        from application.games.upgrader.play_balance import fingerprint
+        from application.games.upgrader.quote import check_target, operator_for_mode, quote
         from domain.inventory import InventoryItem
         from domain.player_fairness import PlayerFairness
         from domain.round import Round
@@ -98,8 +98,8 @@ class PastRounds:
     def _templates(self, item: Any, prize: Any, print_: str) -> tuple[dict, dict, dict]:
         """The opening, grant and won-item dicts of a round aimed at ``prize``, made by the
         platform's functions once; a round then changes only its own fields."""
-        from application.opening import round_opening
-        from application.settlement import _grant
+        from application.games.upgrader.opening import round_opening
+        from application.games.upgrader.settlement import _grant
 
         dummy = UUID(int=1)
         opening = round_opening(
@@ -117,7 +117,7 @@ class PastRounds:
         return opening.record(), dict(granted.grant), won.record()
 
     def next_round(self, player: str) -> PastRound:
-        from application.settlement import settlement_record
+        from application.games.upgrader.settlement import settlement_record
         from domain.fairness import is_win, roll, seed_hash
         from domain.ids import (
             fairness_id,

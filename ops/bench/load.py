@@ -1156,7 +1156,7 @@ class Bench:
     def seed_history(self, config_path: Path) -> None:
         """``self.history`` settled rounds in the store before the platform starts, over
         the bench's players and as many others (``--history-players``)."""
-        from application.config_load import load_config
+        from application.config.load import load_config
         from application.platform import Platform
         from ops.bench.history import history_players, seed_history
 

@@ -33,8 +33,8 @@ DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 def _worker(url: str, threads: int, events: int, size: int, seconds: float, out: Any) -> None:
     from eventsourcing.persistence import StoredEvent
 
-    from application.database_url import parse_database_url
     from application.platform import EventStore
+    from application.store.database_url import parse_database_url
 
     for attempt in range(1, 11):  # start-up DDL of processes starting together collides
         try:
@@ -79,8 +79,8 @@ def _worker(url: str, threads: int, events: int, size: int, seconds: float, out:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     import psycopg
 
-    from application.database_url import parse_database_url
     from application.platform import EventStore
+    from application.store.database_url import parse_database_url
 
     schema = f"bench_log_{os.getpid()}_{secrets.token_hex(3)}"
     url = f"{args.database_url.split('?', 1)[0]}?schema={schema}"

@@ -34,13 +34,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from application.audit import Auditor  # noqa: E402
+from application.audit.auditor import Auditor  # noqa: E402
 from application.clock import ManualClock  # noqa: E402
-from application.config_load import parse_config  # noqa: E402
-from application.opening import round_opening  # noqa: E402
+from application.config.load import parse_config  # noqa: E402
+from application.games.upgrader.opening import round_opening  # noqa: E402
+from application.games.upgrader.quote import check_target, quote, upgrader_settings  # noqa: E402
+from application.games.upgrader.settlement import _grant, settlement_record  # noqa: E402
 from application.platform import Platform  # noqa: E402
-from application.settlement import _grant, settlement_record  # noqa: E402
-from application.upgrader import check_target, quote, upgrader_settings  # noqa: E402
 from domain.fairness import is_win, roll, seed_hash  # noqa: E402
 from domain.ids import round_id  # noqa: E402
 from domain.money import reprice  # noqa: E402

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from application.platform import Platform  # noqa: E402
-from application.sql import execute_in_order  # noqa: E402
+from application.store.sql import execute_in_order  # noqa: E402
 from ops.bench.replay import bench_config  # noqa: E402
 from projections import outbox  # noqa: E402
 from projections.dispatcher import WebhookDispatcher  # noqa: E402

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from api.errors import STATUS_OF_CODE
-from application import store_calls
+from application.store import calls as store_calls
 
 log = logging.getLogger("upgrader.api")
 

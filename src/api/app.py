@@ -28,8 +28,8 @@ from api.routes.platform import (
 from api.routes.upgrader import PlayerUpgraderController, S2SUpgraderController
 from api.services import Services
 from api.strict_input import refuse_nul_paths
-from application import store_calls
 from application.platform import Platform
+from application.store import calls as store_calls
 
 ROUTES = [
     S2SPlatformController,
@@ -54,7 +54,7 @@ OPENAPI = OpenAPIConfig(
 
 
 def worker_threads(platform: Platform) -> int | None:
-    """Threads for store calls (application/store_calls.py): the event store's
+    """Threads for store calls (application/store/calls.py): the event store's
     connections (pool + overflow) on PostgreSQL, where more threads would only queue for
     a connection and contend for the GIL; anyio's default (40) on SQLite.
     ``UPGRADER_THREADS`` overrides."""

@@ -10,7 +10,7 @@ which copy counts would otherwise depend on the parser.
 Each guard also does the rest of a request's admission, so that a route runs one guard
 (Litestar copies the route handler for every guard it calls): the rate-limit hit of the
 key or session, chained with the player's play on play routes (``opt=COUNTS_PLAYS``) in
-one statement on the event loop (application/rate_limits.py), and the strict reading of
+one statement on the event loop (application/access/rate_limits.py), and the strict reading of
 the query and the body (``api.strict_input``), whose refusal is answered after the key's
 or session's verdict, as before.
 """
@@ -26,12 +26,12 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
 from api.strict_input import check_query, decode_body, hand_to_litestar, read_body
+from application.access.rate_limits import Hit, NoConnection
+from application.access.sessions import PlayerSession
 from application.errors import PlatformError
 from application.platform import Platform
-from application.rate_limits import Hit, NoConnection
-from application.sessions import PlayerSession
-from application.sql import StoreUnavailable
-from application.store_calls import STORE_DEADLINE_SECONDS, in_store
+from application.store.calls import STORE_DEADLINE_SECONDS, in_store
+from application.store.sql import StoreUnavailable
 from domain.signing import (
     HEADER_KEY_ID,
     HEADER_SIGNATURE,
@@ -115,8 +115,8 @@ def plays_hit(platform: Platform, operator_id: str, player: str) -> Hit:
 
 
 async def count_hits(platform: Platform, hits: list[Hit]) -> None:
-    """Count a chain of rate-limit hits: in process memory (application/process_limits.py,
-    the default), or in the store (application/rate_limits.py) under the store deadline,
+    """Count a chain of rate-limit hits: in process memory (application/access/process_limits.py,
+    the default), or in the store (application/access/rate_limits.py) under the store deadline,
     on the event loop on PostgreSQL, else in one store call."""
     limiter = platform.limiter
     if limiter.in_memory:  # counted here, on the event loop: nothing to wait for

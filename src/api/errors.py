@@ -23,8 +23,8 @@ from msgspec import Meta
 from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
-from application.sql import StoreUnavailable
-from application.store_calls import StoreOutcomeUnknown
+from application.store.calls import StoreOutcomeUnknown
+from application.store.sql import StoreUnavailable
 
 log = logging.getLogger("upgrader.api")
 

@@ -209,7 +209,7 @@ def asset(name: FromPath[str]) -> Response[bytes]:
 
 @get("/wallet-openapi.json", sync_to_thread=False, include_in_schema=False)
 def wallet_document() -> Response[bytes]:
-    from application.wallet_openapi import document_text
+    from application.wallet.openapi import document_text
 
     return Response(content=document_text().encode(), media_type="application/json")
 

@@ -56,7 +56,7 @@ from api.openapi_guide import (
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
 from api.schemas import Wire
 from api.schemas_upgrader import RoundSettledWebhook
-from application.box_answers import BoxesAnswer
+from application.games.boxes.answers import BoxesAnswer
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"

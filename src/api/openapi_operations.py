@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.items import MAX_ITEMS_PER_ACTION
+from application.inventory.items import MAX_ITEMS_PER_ACTION
 
 WALLET_CODE = "any other wallet code"  # the wallet's own refusal code, echoed
 

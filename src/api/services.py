@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from application.cashout import Cashouts
-    from application.fairness_service import FairnessService
+    from application.games.upgrader.play_balance import BalancePlays
+    from application.games.upgrader.play_items import ItemsPlays
+    from application.inventory.cashout import Cashouts
     from application.platform import Platform
-    from application.play_balance import BalancePlays
-    from application.play_items import ItemsPlays
-    from application.wallet import WalletClient
+    from application.rounds.fairness import FairnessService
+    from application.wallet.client import WalletClient
 
 
 class Services(Protocol):

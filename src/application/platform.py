@@ -9,18 +9,18 @@ from eventsourcing.application import Application, ProcessingEvent
 from eventsourcing.domain import BaseAggregate
 from eventsourcing.persistence import Recording
 
-from application import store_calls
+from application.access.process_limits import ProcessLimiter
+from application.access.rate_limits import SCHEMA as RATE_SCHEMA
+from application.access.rate_limits import RateLimiter
+from application.access.sessions import SCHEMA as SESSION_SCHEMA
+from application.access.sessions import Sessions
 from application.clock import Clock, SystemClock
-from application.config import Config
-from application.config_sync import record_config, recorded_versions
-from application.database_url import DatabaseLocation, ensure_schema, parse_database_url
-from application.directory import Directory
-from application.process_limits import ProcessLimiter
-from application.rate_limits import SCHEMA as RATE_SCHEMA
-from application.rate_limits import RateLimiter
-from application.sessions import SCHEMA as SESSION_SCHEMA
-from application.sessions import Sessions
-from application.sql import SqlDatabase, open_database
+from application.config.directory import Directory
+from application.config.shape import Config
+from application.config.sync import record_config, recorded_versions
+from application.store import calls as store_calls
+from application.store.database_url import DatabaseLocation, ensure_schema, parse_database_url
+from application.store.sql import SqlDatabase, open_database
 
 log = logging.getLogger("upgrader")
 

@@ -5,7 +5,7 @@ currency minor units) and its table: ``(item_id, weight)`` entries in *table ord
 entry owns ``weight`` consecutive tickets in table order, the first from ticket 0, so
 ``totalTickets`` is the sum of the weights (at most 2^31) and a drawn ticket names exactly
 one entry. The price and the table never change under a recorded version id; its name,
-image and ``active`` flag may (application/box_records.py records each change).
+image and ``active`` flag may (application/config/box_records.py records each change).
 
 ``oddsHash`` commits to the price and the table: the lowercase hex SHA-256 of the compact
 JSON ``{"boxId":B,"boxVersionId":V,"priceMinor":P,"items":[[itemId,weight],...]}`` (keys in

@@ -11,7 +11,7 @@ version as 8-byte big-endian signed integers, ``originator_id`` the 16 bytes of 
 aggregate's UUID, ``len(topic)`` a 4-byte big-endian length, ``topic`` UTF-8 and ``state``
 the event's stored bytes exactly as the store holds them. Days are UTC days of the
 events' own timestamps. The projection that keeps the chain is
-``projections/hash_chain.py``; the auditor recomputes it (``application/audit_chain.py``).
+``projections/hash_chain.py``; the auditor recomputes it (``application/audit/chain.py``).
 """
 
 from __future__ import annotations

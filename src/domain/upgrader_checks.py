@@ -3,7 +3,7 @@
 Each returns a :class:`~domain.refusals.Refusal` when the rule is broken, ``None`` when it
 is met. The application calls them in the order of decisions §7 (game, mode, currency,
 chance, stake, wager, target) and raises the refusal; the auditor calls the same ones
-on every recorded opening (``application/audit.py``).
+on every recorded opening (``application/audit/auditor.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import os
 
 from litestar import Litestar
 
-from application.config_load import load_config
+from application.config.load import load_config
 from application.platform import Platform
 from entrypoints.app import create_app
 

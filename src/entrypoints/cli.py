@@ -6,8 +6,8 @@ import argparse
 import logging
 import sys
 
-from application.config import ConfigError
-from application.config_load import load_config
+from application.config.load import load_config
+from application.config.shape import ConfigError
 from entrypoints import (
     cli_audit,
     cli_demo,

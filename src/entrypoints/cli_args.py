@@ -27,6 +27,6 @@ def command(
 def database_url(args: argparse.Namespace) -> str:
     if getattr(args, "database_url", None):
         return args.database_url
-    from application.config_load import load_config
+    from application.config.load import load_config
 
     return load_config(getattr(args, "config", None)).service.database_url

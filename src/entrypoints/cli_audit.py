@@ -139,8 +139,8 @@ def _print_summary(report: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if getattr(args, "audit_action", None) == "chain-head":
         return _chain_head(args)
-    from application.audit import Auditor, open_store
-    from application.audit_report import AuditScope, parse_since
+    from application.audit.auditor import Auditor, open_store
+    from application.audit.report import AuditScope, parse_since
 
     try:
         since = parse_since(args.since) if args.since else None
@@ -172,8 +172,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _chain_head(args: argparse.Namespace) -> int:
-    from application.audit import open_store
-    from application.audit_chain import chain_head_of_day
+    from application.audit.auditor import open_store
+    from application.audit.chain import chain_head_of_day
     from projections.hash_chain import stored_head
 
     if not _DAY.match(args.day or ""):

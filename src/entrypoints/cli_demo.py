@@ -32,8 +32,8 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from application.config import Config
-from application.config_load import DEFAULT_CONFIG_PATH, load_config
+from application.config.load import DEFAULT_CONFIG_PATH, load_config
+from application.config.shape import Config
 from entrypoints.cli_args import command
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

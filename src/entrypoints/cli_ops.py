@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from application.clock import iso_utc
-from application.config_load import load_config
+from application.config.load import load_config
 from entrypoints.cli_args import command
 
 

@@ -56,7 +56,7 @@ def _print_table(title: str, rows: list[tuple[Any, ...]]) -> None:
 
 
 def _open_platform(args: argparse.Namespace) -> Any:
-    from application.config_load import load_config
+    from application.config.load import load_config
     from application.platform import Platform, ensure_tables
     from projections.outbox import WebhookOutbox
 

@@ -180,7 +180,7 @@ def write_plot(rows: list[dict[str, Any]], path: str, day_from: str, day_to: str
 
 
 def _run(args: argparse.Namespace) -> int:
-    from application.audit import open_store
+    from application.audit.auditor import open_store
     from projections.analytics import Analytics
     from projections.analytics_report import report_rows
     from projections.runner import ProjectionRunner

@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from application.config import Config
-from application.config_load import load_config
+from application.config.load import load_config
+from application.config.shape import Config
 from entrypoints.cli_args import command
 
 log = logging.getLogger("upgrader")
@@ -53,7 +53,7 @@ def _start_up(config: Config, build: Callable[[Any], T], pool_size: int = 8) -> 
     from eventsourcing.persistence import PersistenceError
 
     from application.platform import Platform
-    from application.sql import DuplicateRow, StoreUnavailable
+    from application.store.sql import DuplicateRow, StoreUnavailable
 
     for attempt in range(1, START_UP_TRIES + 1):
         platform = None

@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from application.config_load import load_config
+from application.config.load import load_config
 from application.errors import PlatformError
 from entrypoints.cli_args import command
 
 
 def _shipped(args: argparse.Namespace) -> int:
+    from application.inventory.shipping import mark_shipped
     from application.platform import Platform
-    from application.shipping import mark_shipped
 
     platform = Platform(load_config(args.config), pool_size=2)
     try:

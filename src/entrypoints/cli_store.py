@@ -36,7 +36,7 @@ def store_problem(url: str) -> str | None:
         return None
     import psycopg
 
-    from application.database_url import parse_database_url
+    from application.store.database_url import parse_database_url
 
     try:
         location = parse_database_url(url)
@@ -62,7 +62,7 @@ def unreachable(exc: BaseException) -> str | None:
     import psycopg
     from eventsourcing.persistence import OperationalError
 
-    from application.sql import StoreUnavailable
+    from application.store.sql import StoreUnavailable
 
     if isinstance(exc, OperationalError | psycopg.OperationalError | StoreUnavailable):
         return f"the database cannot be reached: {_one_line(exc)}"

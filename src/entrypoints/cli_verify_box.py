@@ -37,8 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from application.box_config import MAX_BOXES_PER_ROUND, MAX_ID
-from application.box_draw_check import (
+from application.config.boxes import MAX_BOXES_PER_ROUND, MAX_ID
+from application.games.boxes.draw_check import (
     BadBoxInput,
     BoxCheck,
     BoxRequest,

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from application.box_config import MAX_BOXES_PER_ROUND, MAX_ID
-from application.box_draw_check import BadBoxInput, BoxRequest
+from application.config.boxes import MAX_BOXES_PER_ROUND, MAX_ID
+from application.games.boxes.draw_check import BadBoxInput, BoxRequest
 from domain.fairness import (
     ALGORITHM_KEY,
     MAX_DRAW_SPACE,

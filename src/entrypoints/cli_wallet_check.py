@@ -5,7 +5,7 @@
     upgrader wallet-check --config platform.toml --operator acme     # URL, secret from it
 
 It sends signed calls of every type, exactly as the platform does, and prints one row per
-check (``application/wallet_check.py`` lists them and their rules). What it needs from
+check (``application/wallet/check.py`` lists them and their rules). What it needs from
 the operator:
 
 - the wallet's URL and the outbound secret it verifies, and the ``operatorId`` it knows
@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from entrypoints.cli_args import command
 
 if TYPE_CHECKING:
-    from application.wallet_check import CheckResult, CheckSettings
+    from application.wallet.check import CheckResult, CheckSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -57,7 +57,7 @@ def _secret(text: str) -> str:
 
 def settings_from(args: argparse.Namespace) -> CheckSettings:
     """The ``CheckSettings`` the arguments name (``UsageError`` when they do not)."""
-    from application.wallet_check import CheckSettings
+    from application.wallet.check import CheckSettings
 
     url, currency, limit = args.url, args.currency, args.timeout
     if args.secret is not None:
@@ -65,7 +65,7 @@ def settings_from(args: argparse.Namespace) -> CheckSettings:
             raise UsageError("--secret needs --operator ID (the operatorId the wallet knows)")
         secret, operator_id = _secret(args.secret), args.operator
     else:
-        from application.config_load import load_config
+        from application.config.load import load_config
 
         config = load_config(getattr(args, "config", None))
         operators = {o.id: o for o in config.operators}
@@ -124,8 +124,8 @@ def _print_table(settings: CheckSettings, results: list[CheckResult]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from application.wallet_check import FAIL, Unreachable
-    from application.wallet_check_steps import run_checks
+    from application.wallet.check import FAIL, Unreachable
+    from application.wallet.check_steps import run_checks
 
     try:
         settings = settings_from(args)

@@ -11,7 +11,7 @@ import tempfile
 from litestar._openapi.plugin import OpenAPIPlugin
 
 from api.openapi_doc import DEMO_CONFIG
-from application.config_load import load_config
+from application.config.load import load_config
 from application.platform import Platform
 from entrypoints.app import create_app
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import anyio
 
-from application.cashout import Cashouts
-from application.fairness_service import SCHEMA as FAIRNESS_SCHEMA
-from application.fairness_service import FairnessService
+from application.games.upgrader.play_balance import BalancePlays
+from application.games.upgrader.play_items import ItemsPlays
+from application.inventory.cashout import Cashouts
 from application.platform import Platform, ensure_tables
-from application.play_balance import BalancePlays
-from application.play_items import ItemsPlays
-from application.store_calls import in_background
-from application.wallet import WalletClient
+from application.rounds.fairness import SCHEMA as FAIRNESS_SCHEMA
+from application.rounds.fairness import FairnessService
+from application.store.calls import in_background
+from application.wallet.client import WalletClient
 from projections.analytics import Analytics
 from projections.dispatcher import WebhookDispatcher
 from projections.hash_chain import HashChain

@@ -37,7 +37,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from domain.hash_chain import utc_day
 from domain.inventory import InventoryItem
 from domain.round import Round

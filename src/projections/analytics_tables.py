@@ -6,7 +6,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from projections.unnest import (
     arrays,
     column_types,

@@ -45,8 +45,8 @@ from uuid import uuid4
 import aiohttp
 
 from application.platform import Platform
-from application.sql import execute_in_order
-from application.store_calls import in_background
+from application.store.calls import in_background
+from application.store.sql import execute_in_order
 from domain.signing import outbound_headers
 from projections.outbox import NAME as OUTBOX
 from projections.runner import ProjectionRunner

@@ -21,8 +21,8 @@ import bisect
 from typing import Any
 from uuid import UUID
 
-from application.audit_chain import has_chain
-from application.sql import execute_in_order
+from application.audit.chain import has_chain
+from application.store.sql import execute_in_order
 from domain.hash_chain import GENESIS, notification_link, utc_day
 
 

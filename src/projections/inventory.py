@@ -12,7 +12,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
 
 STATES = {

@@ -50,8 +50,8 @@ from uuid import UUID, uuid5
 from eventsourcing.utils import get_topic
 
 from application.clock import iso_utc
-from application.round_view import play_answer
-from application.sql import execute_in_order
+from application.games.upgrader.answers import play_answer
+from application.store.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement

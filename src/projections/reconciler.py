@@ -21,11 +21,11 @@ import random
 from typing import Any
 from uuid import UUID
 
-from application.cashout import record_credit_outcome, send_credit
+from application.inventory.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
-from application.store_calls import in_background
-from application.wager_saga import change_round, mark_uncertain
-from application.wallet import Accepted, Uncertain, WalletClient
+from application.rounds.saga import change_round, mark_uncertain
+from application.store.calls import in_background
+from application.wallet.client import Accepted, Uncertain, WalletClient
 from domain.round import Round, RoundStateError
 from projections.runner import ProjectionRunner
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.round_view import round_wire
-from application.sql import execute_in_order
-from application.wallet_refusals import voided_round_wire
+from application.games.upgrader.answers import round_wire
+from application.store.sql import execute_in_order
+from application.wallet.refusals import voided_round_wire
 from domain.round import Round
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from projections.batching import select_in

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple, Protocol
 
 from eventsourcing.application import Application
 
-from application.audit_decode import EventDecoder
-from application.sql import SqlDatabase
+from application.audit.decode import EventDecoder
+from application.store.sql import SqlDatabase
 
 log = logging.getLogger("upgrader.projections")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from domain.cashout import Cashout
 from domain.round import Round
 from projections.unnest import columns, first_per_key, floats, on_postgres

@@ -273,7 +273,7 @@ class FaultStack:
     @property
     def checker(self) -> Any:
         if self._checker is None:
-            from application.config_load import load_config
+            from application.config.load import load_config
             from application.platform import Platform
             from entrypoints.runtime import Runtime
 

@@ -10,7 +10,7 @@ recorded yet), never a 500 or no answer; the same server process recovers by its
 every play answered 200 is listed by GET /api/s2s/rounds, no play answered
 SERVICE_UNAVAILABLE or WALLET_UNAVAILABLE settled, and the invariants hold (a debit whose
 settlement could not be recorded is rolled back). During the outage plays are answered
-503 within a few seconds, not held (application/store_calls.py: a deadline on each
+503 within a few seconds, not held (application/store/calls.py: a deadline on each
 request's store call and a one-second breaker once a direct connection probe fails).
 """
 
@@ -39,7 +39,7 @@ CLIENT_TIMEOUT = 90.0  # beyond what the store's retries can hold a request
 RECOVERED_AFTER = 8  # consecutive 200 answers after the restart
 PROMPTNESS_BUG = (
     "A play that reaches the store while PostgreSQL is down must be answered 503 within "
-    "a few seconds, not held until the database is back (application/store_calls.py)."
+    "a few seconds, not held until the database is back (application/store/calls.py)."
 )
 
 

@@ -59,9 +59,9 @@ from eventsourcing import domain as es_domain
 from eventsourcing.utils import get_topic
 
 from application.clock import ManualClock
-from application.config_load import parse_config
+from application.config.load import parse_config
+from application.inventory.shipping import mark_shipped
 from application.platform import Platform
-from application.shipping import mark_shipped
 from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.runner import tables_of

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
+from application.store import calls as store_calls
 from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.items import (

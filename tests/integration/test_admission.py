@@ -16,9 +16,9 @@ import httpx
 import psycopg
 import pytest
 
-from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
+from application.store import calls as store_calls
 from domain.ids import round_id
 from entrypoints.app import create_app
 from tests.support.config import make_config, raw_config

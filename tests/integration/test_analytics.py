@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from application.audit import open_store
+from application.audit.auditor import open_store
 from entrypoints.cli import main
 from projections.analytics import Analytics
 from projections.analytics_report import report_rows

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from application.audit import Auditor
-from application.audit_chain import ChainVerifier
-from application.audit_decode import EventDecoder
+from application.audit.auditor import Auditor
+from application.audit.chain import ChainVerifier
+from application.audit.decode import EventDecoder
 from application.platform import EventStore, Platform
 from domain.hash_chain import GENESIS, notification_link
 from ops.bench.replay import generate

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from application.clock import ManualClock
-from application.config import ConfigError
-from application.config_load import load_config
+from application.config.load import load_config
+from application.config.shape import ConfigError
 from application.platform import Platform
 from domain.box_history import BoxCatalogRecord
 from tests.support.config import make_config, raw_config

@@ -97,7 +97,7 @@ def commands(
     platform: Platform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[None]:
     """The commands read the test platform's store, and print for an 80-column pipe."""
-    for where in ("application.config_load.load_config", "entrypoints.cli_ops.load_config"):
+    for where in ("application.config.load.load_config", "entrypoints.cli_ops.load_config"):
         monkeypatch.setattr(where, lambda path=None: platform.config)
     monkeypatch.setenv("COLUMNS", "80")
     yield

@@ -16,8 +16,8 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
-from application.database_url import ensure_schema, parse_database_url
-from application.pg_recorder import SerialInsertRecorder
+from application.store.database_url import ensure_schema, parse_database_url
+from application.store.pg_recorder import SerialInsertRecorder
 
 pytestmark = pytest.mark.postgres
 

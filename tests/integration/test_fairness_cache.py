@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from application.fairness_service import SCHEMA, FairnessService
 from application.platform import Platform, ensure_tables
+from application.rounds.fairness import SCHEMA, FairnessService
 from domain.ids import fairness_id
 
 

@@ -29,7 +29,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.utils import get_topic, resolve_topic
 
-from application.config_load import parse_config
+from application.config.load import parse_config
 from application.platform import Platform
 from entrypoints.runtime import Runtime
 from projections.runner import rebuild

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from application.audit import audit
+from application.audit.auditor import audit
 from application.platform import Platform
 from domain.inventory import InventoryItem
 from domain.player_fairness import PlayerFairness

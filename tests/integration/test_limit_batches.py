@@ -1,4 +1,4 @@
-"""Single rate-limit hits counted in batches on PostgreSQL (application/rate_limits.py).
+"""Single rate-limit hits counted in batches on PostgreSQL (application/access/rate_limits.py).
 
 A batch adds n to a bucket's row in one statement, and its hits get the counts that n
 statements one after another would have given; a batch locks its rows in one order, so
@@ -18,9 +18,9 @@ import psycopg
 import pytest
 
 from api.errors import status_of
+from application.access.rate_limits import SCHEMA, RateLimiter, _Singles
 from application.clock import ManualClock
 from application.errors import PlatformError
-from application.rate_limits import SCHEMA, RateLimiter, _Singles
 from tests.conftest import POSTGRES_URL, SKIP_POSTGRES
 
 pytestmark = pytest.mark.postgres

@@ -1,4 +1,4 @@
-"""The limiter's own connections (application/rate_limits.py, AsyncCounter) are all
+"""The limiter's own connections (application/access/rate_limits.py, AsyncCounter) are all
 closed at shutdown, including the one of a count that is still running when the
 counter is closed (it used to go back to the idle list and stay open)."""
 
@@ -10,7 +10,7 @@ import uuid
 import psycopg
 import pytest
 
-from application.rate_limits import AsyncCounter
+from application.access.rate_limits import AsyncCounter
 from tests.conftest import POSTGRES_URL, SKIP_POSTGRES
 
 pytestmark = pytest.mark.postgres

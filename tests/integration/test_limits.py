@@ -125,7 +125,7 @@ def test_a_body_over_the_cap_answers_413_before_anything_else(servers) -> None:
 
 
 def test_negative_limits_and_bad_frame_origins_stop_start_up() -> None:
-    from application.config import ConfigError
+    from application.config.shape import ConfigError
 
     raw = raw_config("sqlite:///x.db")
     raw["operators"][0]["limits"] = {"plays_per_second_per_player": -1}

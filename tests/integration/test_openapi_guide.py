@@ -29,8 +29,8 @@ from api.errors import STATUS_OF_CODE
 from api.openapi_doc import EXAMPLES
 from api.openapi_guide import ERROR_CODES, OPERATIONS, WALLET_CODE, errors_of, status_of
 from application.platform import Platform
-from application.wallet_refusals import WALLET_CODE as WALLET_CODE_PATTERN
-from application.wallet_refusals import wallet_refusal
+from application.wallet.refusals import WALLET_CODE as WALLET_CODE_PATTERN
+from application.wallet.refusals import wallet_refusal
 from domain.signing import AuthFailure
 from entrypoints.app import create_app
 from entrypoints.openapi_document import document_text

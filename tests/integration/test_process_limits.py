@@ -1,4 +1,4 @@
-"""Abuse limits counted in process memory (the default, application/process_limits.py):
+"""Abuse limits counted in process memory (the default, application/access/process_limits.py):
 exact counts under concurrency, the one-second window, Retry-After and the 429 body."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from application.access.process_limits import ProcessLimiter
 from application.clock import ManualClock
 from application.errors import PlatformError
 from application.platform import Platform
-from application.process_limits import ProcessLimiter
 from entrypoints.app import create_app
 from tests.support.config import make_config, raw_config
 from tests.support.live import LiveServer

@@ -14,8 +14,8 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.utils import get_topic
 
-from application.database_url import ensure_schema, parse_database_url
-from application.sql import open_database
+from application.store.database_url import ensure_schema, parse_database_url
+from application.store.sql import open_database
 from projections.runner import ProjectionRunner
 
 

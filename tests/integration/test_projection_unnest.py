@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from application.database_url import ensure_schema, parse_database_url
-from application.sql import execute_in_order, open_database
+from application.store.database_url import ensure_schema, parse_database_url
+from application.store.sql import execute_in_order, open_database
 from projections import analytics_tables, outbox, rounds, wallet_ops
 from projections.runner import ensure_schema as ensure_tables
 

@@ -58,7 +58,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.openapi_guide import status_of
 from application.clock import ManualClock
-from application.wallet_refusals import WALLET_CODE
+from application.wallet.refusals import WALLET_CODE
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.live import Api, LiveServer
 from tests.support.signing import signed_headers

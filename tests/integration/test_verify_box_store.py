@@ -1,6 +1,6 @@
 """``upgrader verify --box ID --box-version V``: each reel's ticket and item from the box
 version's table in the store's recorded catalogue, on SQLite and PostgreSQL
-(src/entrypoints/cli_verify_box.py, src/application/box_draw_check.py).
+(src/entrypoints/cli_verify_box.py, src/application/games/boxes/draw_check.py).
 
 Expected values are computed here: tickets with ``reference_draw`` (hashlib, decisions
 §10) or taken from the published vectors, items from ticket ranges written out by hand,

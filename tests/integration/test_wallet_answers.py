@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from application.balances import SESSION_INIT_BALANCE_SECONDS
 from application.clock import ManualClock, iso_utc
 from application.platform import Platform
+from application.wallet.balances import SESSION_INIT_BALANCE_SECONDS
 from domain.ids import round_id
 from ops.reference_operator.wallet import ReceivedRequest, ThreadedWalletServer, check_signature
 from tests.support.config import OUTBOUND

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
 from application.clock import ManualClock
-from application.wallet_openapi import document_text
+from application.wallet.openapi import document_text
 from entrypoints.cli import main
 from ops.reference_operator.wallet import ReceivedRequest, ThreadedWalletServer
 from tests.support.items import PLAIN, ItemsEnv, launch_session, post, win_items
@@ -51,7 +51,7 @@ def errors(document: dict[str, Any], name: str, value: Any) -> list[str]:
 
 def test_the_checked_in_document_is_the_one_the_code_builds() -> None:
     assert DOCUMENT.read_text(encoding="utf-8") == document_text(), (
-        "regenerate: .venv/bin/python -m application.wallet_openapi > docs/wallet-openapi.json"
+        "regenerate: .venv/bin/python -m application.wallet.openapi > docs/wallet-openapi.json"
     )
 
 

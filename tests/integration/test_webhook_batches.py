@@ -18,7 +18,7 @@ import pytest
 
 from application.clock import ManualClock
 from application.platform import Platform
-from application.sql import execute_in_order
+from application.store.sql import execute_in_order
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections import outbox
 from projections.dispatcher import Claimed, WebhookDispatcher

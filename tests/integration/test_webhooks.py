@@ -250,7 +250,7 @@ def test_a_webhook_dies_after_the_horizon_and_redeliver_brings_it_back(
         tick=lambda: clock.advance(BACKOFF_STEP),
     )
 
-    monkeypatch.setattr("application.config_load.load_config", lambda path=None: platform.config)
+    monkeypatch.setattr("application.config.load.load_config", lambda path=None: platform.config)
     assert cli.main(["outbox", "dead"]) == 0
     assert first in capsys.readouterr().out
     assert cli.main(["outbox", "redeliver", "--all-dead"]) == 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from application.config import Config
-from application.config_load import parse_config
+from application.config.load import parse_config
+from application.config.shape import Config
 
 BASE: dict[str, Any] = {
     "service": {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from application.config_load import load_config
-from application.directory import Directory, Operator
-from application.upgrader import upgrader_settings
+from application.config.directory import Directory, Operator
+from application.config.load import load_config
+from application.games.upgrader.quote import upgrader_settings
 from domain.money import Currency
 from domain.stake_counting import count_item, displayed
 from domain.upgrader_rules import Band, PriceIndex, derive_selector_config, target_band

@@ -47,7 +47,7 @@ def _keys(sql: str) -> str:
 def _renderings(recorder: Any, conn: Any) -> dict[str, Callable[[], list[str]]]:
     """Statement starts -> the complete statements the code makes of them (the event
     store's ``recorder`` and a connection render the SQL its recorder composes)."""
-    from application import rate_limits
+    from application.access import rate_limits
     from projections import analytics_tables, dispatcher
 
     return {

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from application.clock import ManualClock
-from application.config import Config
+from application.config.shape import Config
 from application.platform import Platform
 from domain.ids import round_id, round_public_id
 from ops.reference_operator.wallet import Ledger, ThreadedWalletServer

@@ -1,4 +1,4 @@
-"""The answers rendered from recorded rounds (``application/round_view.py``: the play
+"""The answers rendered from recorded rounds (``application/games/upgrader/answers.py``: the play
 answer, its replay, round history and the webhook's data) are what the API's wire structs
 (``api/schemas_upgrader.py``, the OpenAPI document) declare: no key more, none missing."""
 
@@ -10,8 +10,8 @@ import msgspec
 
 from api.schemas_items import PlayItemsAnswer
 from api.schemas_upgrader import PlayAnswer, RoundWire
-from application.round_view import play_answer, round_wire
-from application.wallet_refusals import voided_round_wire
+from application.games.upgrader.answers import play_answer, round_wire
+from application.wallet.refusals import voided_round_wire
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from tests.golden.snapshot import load_log
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from api.routes.game import asset_path
-from application.box_config import box_catalog
-from application.config import ConfigError
-from application.config_load import load_config, parse_config
-from application.directory import catalog_item
+from application.config.boxes import box_catalog
+from application.config.directory import catalog_item
+from application.config.load import load_config, parse_config
+from application.config.shape import ConfigError
 from tests.support.config import BASE
 
 ROOT = Path(__file__).resolve().parents[2]

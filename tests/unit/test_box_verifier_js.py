@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from application.box_answers import BoxAnswer, BoxItemAnswer
+from application.games.boxes.answers import BoxAnswer, BoxItemAnswer
 from domain.boxes import BoxEntry, BoxVersion
 from tests.unit.test_box_draw import BOX_VECTORS, THIRD, reference_draw
 from tests.unit.test_fairness_js import FAIRNESS_JS, NODE, VERIFIER_HTML, needs_node

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from application.config import ConfigError
-from application.config_load import load_config, parse_config
+from application.config.load import load_config, parse_config
+from application.config.shape import ConfigError
 from tests.support.config import BASE
 
 ROOT = Path(__file__).resolve().parents[2]

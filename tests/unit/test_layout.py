@@ -9,6 +9,10 @@
   ``entrypoints`` (the command, the ASGI factory, the composition root). A module imports
   from its own layer or lower ones only; ``domain`` and ``application`` do not import
   Litestar either.
+* No import loop between the packages of a layer either: ``application`` is grouped by
+  capability (``store``, ``config``, ``access``, ``wallet``, ``rounds``, ``inventory``,
+  ``audit``, and ``games.<game>``, one package a game), with only ``platform``, ``errors``
+  and ``clock`` at its top, and these packages import each other one way only.
 * No module over ``MAX_LINES`` lines, but for the exceptions named (with the reason) in
   ``LONGER``.
 """
@@ -23,6 +27,8 @@ LAYERS = ("domain", "application", "projections", "api", "entrypoints")
 FRAMEWORK = {"litestar": "application"}  # the web framework: not below this layer
 MAX_LINES = 400
 LONGER: dict[str, str] = {}  # "package/module.py": why it is longer
+GROUPS = {"application.games": 3}  # a package whose subpackages are the units (one a game)
+APPLICATION_TOP = {"application", "application.platform", "application.errors", "application.clock"}
 
 
 def _modules() -> dict[str, Path]:
@@ -113,6 +119,27 @@ def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(loops)
 
 
+def _package(module: str) -> str:
+    """The package a module counts in for the package graph: the first package under its
+    layer (``application.store``), a game's own package under ``application.games``, or
+    the module itself when it stands at the top of its layer."""
+    parts = module.split(".")
+    depth = GROUPS.get(".".join(parts[:2]), 2)
+    is_package = MODULES[module].name == "__init__.py"
+    if len(parts) <= depth - (0 if is_package else 1):
+        return module
+    return ".".join(parts[:depth])
+
+
+def _package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {_package(name): set() for name in MODULES}
+    for name, targets in _graph().items():
+        for target in targets:
+            if _package(target) != _package(name):
+                graph[_package(name)].add(_package(target))
+    return graph
+
+
 def _layer(module: str) -> int:
     return LAYERS.index(module.split(".")[0])
 
@@ -132,6 +159,27 @@ def test_the_loop_finder_finds_a_loop() -> None:
 
 def test_no_import_loop_between_modules() -> None:
     assert _loops(_graph()) == []
+
+
+def test_the_package_graph_groups_modules_by_package() -> None:
+    assert _package("application.store.sql") == "application.store"
+    assert _package("application.store") == "application.store"
+    assert _package("application.games.upgrader.quote") == "application.games.upgrader"
+    assert _package("application.games") == "application.games"
+    assert _package("application.platform") == "application.platform"
+    graph = _package_graph()
+    assert "application.store" in graph["application.platform"]
+    assert "application.rounds" in graph["application.games.upgrader"]
+
+
+def test_application_is_grouped_by_capability() -> None:
+    top = {name for name in MODULES if name.count(".") <= 1 and name.startswith("application")}
+    loose = {name for name in top if MODULES[name].name != "__init__.py"}
+    assert loose == APPLICATION_TOP - {"application"}
+
+
+def test_no_import_loop_between_packages() -> None:
+    assert _loops(_package_graph()) == []
 
 
 def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:

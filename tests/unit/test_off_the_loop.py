@@ -1,4 +1,4 @@
-"""One way off the event loop for store work (issue 16): ``application/store_calls.py``.
+"""One way off the event loop for store work (issue 16): ``application/store/calls.py``.
 
 Request handlers reach the store through ``in_store``/``in_store_write``/
 ``in_store_after_money`` (a deadline, the breaker, the 503 that says what happened);
@@ -12,7 +12,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 HAND_OFF = re.compile(r"to_thread\.run_sync|asyncio\.to_thread|run_in_executor|sync_to_thread=True")
-OWNER = "application/store_calls.py"
+OWNER = "application/store/calls.py"
 
 
 def test_only_store_calls_hands_work_to_a_thread() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from api.errors import status_of
 from application.errors import PlatformError
-from application.round_settle import SETTLE_ATTEMPTS, Drawn, settle_with_retries
+from application.rounds.settle import SETTLE_ATTEMPTS, Drawn, settle_with_retries
 from domain.records import Record
 from domain.round import Round
 from tests.unit.test_wager_saga import _platform, _terms

@@ -1,4 +1,4 @@
-"""The store-call threads (application/store_calls.py): answers, errors, the thread
+"""The store-call threads (application/store/calls.py): answers, errors, the thread
 limit, the deadline that abandons a call, a call given up before it started, and what
 each kind of store call answers when it is abandoned."""
 
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from application import store_calls
-from application.sql import StoreUnavailable
-from application.store_calls import StoreOutcomeUnknown, StoreThreads
+from application.store import calls as store_calls
+from application.store.calls import StoreOutcomeUnknown, StoreThreads
+from application.store.sql import StoreUnavailable
 
 
 class Boom(Exception):

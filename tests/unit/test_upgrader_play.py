@@ -12,11 +12,11 @@ from eventsourcing.application import AggregateNotFoundError
 
 from api.errors import status_of
 from application.clock import ManualClock
-from application.directory import Directory
+from application.config.directory import Directory
 from application.errors import PlatformError
+from application.games.upgrader.play_balance import BalancePlays, PlayBalance
 from application.platform import EventStore
-from application.play_balance import BalancePlays, PlayBalance
-from application.wallet import Accepted
+from application.wallet.client import Accepted
 from domain.fairness import roll, seed_hash
 from domain.ids import fairness_id, inventory_item_id, inventory_item_number, round_id
 from domain.player_fairness import PlayerFairness

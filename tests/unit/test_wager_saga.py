@@ -13,8 +13,8 @@ from api.errors import status_of
 from application.clock import ManualClock
 from application.errors import PlatformError
 from application.platform import EventStore
-from application.wager_saga import WagerSaga, change_round, mark_uncertain
-from application.wallet import Accepted, Refused, Uncertain, WalletOutcome
+from application.rounds.saga import WagerSaga, change_round, mark_uncertain
+from application.wallet.client import Accepted, Refused, Uncertain, WalletOutcome
 from domain.ids import round_id, round_public_id
 from domain.round import Round, RoundTerms
 

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from application.wallet import INT64_MAX, plausible_balance
+from application.wallet.client import INT64_MAX, plausible_balance
 
 
 @pytest.mark.parametrize("value", [0, 1, 640, 2**53 + 1, 2**63 - 1])

@@ -3,7 +3,7 @@
 Answered from memory on the event loop (the configuration loaded at start-up). The S2S
 routes need a key with ``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), whatever the
 operator's games; the player routes serve any session of an operator that has ``boxes``
-enabled (403 ``GAME_DISABLED`` otherwise). See application/box_answers.py.
+enabled (403 ``GAME_DISABLED`` otherwise). See application/games/boxes/answers.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,14 @@ from litestar.params import FromPath, FromQuery
 
 from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, who
-from application.box_answers import BoxAnswer, BoxesAnswer, box_version_answer, offered_boxes
-from application.directory import Directory
+from application.config.directory import Directory
 from application.errors import PlatformError
+from application.games.boxes.answers import (
+    BoxAnswer,
+    BoxesAnswer,
+    box_version_answer,
+    offered_boxes,
+)
 
 VERSION_PATH = "/boxes/{box_id:int}/versions/{box_version_id:int}"
 

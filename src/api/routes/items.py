@@ -29,12 +29,12 @@ from api.schemas_items import (
     ShippingAnswer,
 )
 from api.services import Services
-from application.cashout import CashoutCommand
 from application.errors import validation_error
-from application.items import listed_item_wire
-from application.play_items import PlayItems, stake_quote
-from application.shipping import ShippingCommand, ship
-from application.store_calls import in_store
+from application.games.upgrader.play_items import PlayItems, stake_quote
+from application.inventory.cashout import CashoutCommand
+from application.inventory.items import listed_item_wire
+from application.inventory.shipping import ShippingCommand, ship
+from application.store.calls import in_store
 from projections.inventory import ITEM_STATES, list_items
 
 StakeIds = Annotated[list[int] | None, QueryParameter(name="stakeItemIds")]

@@ -32,17 +32,17 @@ from api.schemas import (
     SessionInitRequest,
     UpgraderConfigWire,
 )
-from application.balances import (
+from application.access.sessions import LaunchClaims
+from application.clock import iso_utc
+from application.errors import PlatformError, game_disabled
+from application.games.upgrader.quote import upgrader_settings
+from application.platform import Platform
+from application.store.calls import in_store, in_store_write
+from application.wallet.balances import (
     SESSION_INIT_BALANCE_SECONDS,
     balance_unavailable,
     read_player_balance,
 )
-from application.clock import iso_utc
-from application.errors import PlatformError, game_disabled
-from application.platform import Platform
-from application.sessions import LaunchClaims
-from application.store_calls import in_store, in_store_write
-from application.upgrader import upgrader_settings
 from domain.upgrader_rules import derive_selector_config
 
 

@@ -33,9 +33,9 @@ from api.schemas_upgrader import (
 )
 from api.services import Services
 from application.errors import not_found, validation_error
-from application.play_balance import PlayBalance
-from application.store_calls import in_store, in_store_write
-from application.upgrader import Quote, operator_for_mode, quote, upgrader_settings
+from application.games.upgrader.play_balance import PlayBalance
+from application.games.upgrader.quote import Quote, operator_for_mode, quote, upgrader_settings
+from application.store.calls import in_store, in_store_write
 from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
 

@@ -25,9 +25,9 @@ import time
 
 import pytest
 
-from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
+from application.store import calls as store_calls
 from domain.ids import inventory_item_id
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.items import T900

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from application import store_calls
 from application.clock import ManualClock
 from application.platform import Platform
+from application.store import calls as store_calls
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.ledger import settled_balance_bets
 from tests.support.live import Api
