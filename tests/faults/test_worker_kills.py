@@ -17,7 +17,6 @@ event applied twice, none skipped), without sending any webhook again.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -57,16 +56,15 @@ def lag(runtime: Any, name: str | None = None) -> int:
 
 
 def test_worker_kills(stack: FaultStack) -> None:
-    rng = random.Random(11)
     stack.fund(PLAYERS)
     receiver = SlowReceiver(stack.wallet.base_url).start()
     try:
-        run_scenario(stack, receiver, rng)
+        run_scenario(stack, receiver)
     finally:
         receiver.stop()
 
 
-def run_scenario(stack: FaultStack, receiver: SlowReceiver, rng: random.Random) -> None:
+def run_scenario(stack: FaultStack, receiver: SlowReceiver) -> None:
     ledger = stack.ledger
     stack.write_config(webhook_url=receiver.url)
     server = stack.server("--workers", "2", "--no-background")
@@ -114,10 +112,10 @@ def run_scenario(stack: FaultStack, receiver: SlowReceiver, rng: random.Random) 
             30,
             what="a projection backlog",
         )
-        projections.resume()
-        time.sleep(rng.uniform(0.0, 0.05))  # it is now applying the backlog
-        kills.append(lag(runtime))
-        projections.kill()
+        projections.resume()  # it wakes to apply the backlog ...
+        kills.append(lag(runtime))  # ... and is killed at once: a batched pass takes the
+        projections.kill()  # whole backlog in one commit, so a pause here (0-50 ms before)
+        # let a quiet machine's worker finish first and the kill found no lag (CI, once)
         assert kills[-1] > 0
         projections.start()
         more.join(timeout=120)
