@@ -25,6 +25,7 @@ import json
 import sys
 from typing import Any
 
+from application.audit.claim_check import show
 from domain.fairness import ALGORITHM_KEY
 from entrypoints.cli_args import command
 from entrypoints.cli_verify_box import add_box_options, box_requested, run_box
@@ -39,7 +40,6 @@ from entrypoints.cli_verify_claims import (
     _read_json,
     _rolled,
     _server_seed,
-    _show,
     claims_from_flags,
     claims_from_round,
     verify,
@@ -65,7 +65,7 @@ def _print_verification(result: Verification) -> None:
         outcome = result.outcome
         relation = "<" if outcome else ">="
         print(
-            f"outcome:          {_show(outcome)} "
+            f"outcome:          {show(outcome)} "
             f"(rolled {result.rolled_bps} {relation} chance {claims.chance_bps})"
         )
     for check in result.checks:

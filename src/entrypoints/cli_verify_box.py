@@ -37,10 +37,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from application.audit.claim_check import Check
 from application.config.boxes import MAX_BOXES_PER_ROUND, MAX_ID
 from application.games.boxes.draw_check import (
     BadBoxInput,
-    BoxCheck,
     BoxRequest,
     RecordedBox,
     Reel,
@@ -221,7 +221,7 @@ def _print(
     reels: list[Reel],
     box: RecordedBox | None,
     hash_: str,
-    checks: list[BoxCheck],
+    checks: list[Check],
 ) -> None:
     space = reels[0].total_tickets
     if request.public_id:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from application.audit.claim_check import Check
 from domain.fairness import (
     ALGORITHM_KEY,
     ROLL_SPACE,
@@ -44,30 +45,6 @@ class Claims:
     chance_bps: int | None = None
     is_win: bool | None = None
     public_id: str | None = None
-
-
-@dataclass(slots=True)
-class Check:
-    claim: str
-    ok: bool
-    claimed: Any
-    recomputed: Any
-
-    def line(self) -> str:
-        if self.ok:
-            return f"ok: {self.claim} matches ({_show(self.recomputed)})"
-        return (
-            f"MISMATCH: {self.claim}: claimed {_show(self.claimed)}, "
-            f"recomputed {_show(self.recomputed)}"
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim,
-            "ok": self.ok,
-            "claimed": self.claimed,
-            "recomputed": self.recomputed,
-        }
 
 
 @dataclass(slots=True)
@@ -108,12 +85,6 @@ class Verification:
             "isWin": self.outcome,
             "checks": [check.as_json() for check in self.checks],
         }
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "win" if value else "loss"
-    return str(value)
 
 
 # -- parsing ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
+from application.audit.claim_check import Check
 from domain.boxes import BoxEntry, BoxVersion, TicketRange
 from domain.fairness import draw_trace
 
@@ -145,35 +146,14 @@ class BoxRequest:
     public_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class BoxCheck:
-    claim: str
-    ok: bool
-    claimed: Any
-    recomputed: Any
-
-    def line(self) -> str:
-        if self.ok:
-            return f"ok: {self.claim} matches ({self.recomputed})"
-        return f"MISMATCH: {self.claim}: claimed {self.claimed}, recomputed {self.recomputed}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim,
-            "ok": self.ok,
-            "claimed": self.claimed,
-            "recomputed": self.recomputed,
-        }
-
-
 def checks_of(
     request: BoxRequest, reels: list[Reel], box: RecordedBox | None, hash_: str
-) -> list[BoxCheck]:
+) -> list[Check]:
     """Every claim of ``request`` against the recomputed hash, box and reels, in order."""
     checks = []
 
     def check(claim: str, claimed: Any, recomputed: Any) -> None:
-        checks.append(BoxCheck(claim, claimed == recomputed, claimed, recomputed))
+        checks.append(Check(claim, claimed == recomputed, claimed, recomputed))
 
     if request.server_seed_hash is not None:
         check("serverSeedHash", request.server_seed_hash, hash_)
