@@ -122,7 +122,7 @@
   function intIn(value, low, high, name) {
     var n = value;
     if (typeof n === "string") {
-      if (!DIGITS.test(n) || n.length > 15) {
+      if (!DIGITS.test(n) || n.length > 16) {
         throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
       }
       n = Number(n);
@@ -370,19 +370,9 @@
   var MAX_BOXES = 100;
   var RANGE_LINE = /^\s*([0-9]+)\s*[:=]?\s+([0-9]+)\s*(?:-|\.\.|\s)\s*([0-9]+)\s*$/;
 
+  /** intIn for a value typed by hand: surrounding spaces are not part of the number. */
   function wholeNumber(value, low, high, name) {
-    var n = value;
-    if (typeof n === "string") {
-      n = n.trim();
-      if (!DIGITS.test(n) || n.length > 16) {
-        throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
-      }
-      n = Number(n);
-    }
-    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < low || n > high) {
-      throw FairnessInputError(name + " must be a whole number in " + low + ".." + high);
-    }
-    return n;
+    return intIn(typeof value === "string" ? value.trim() : value, low, high, name);
   }
 
   /**
