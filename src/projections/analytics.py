@@ -38,7 +38,6 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from application.store.sql import execute_in_order
-from domain.hash_chain import utc_day
 from domain.inventory import InventoryItem
 from domain.round import Round
 from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
@@ -374,26 +373,10 @@ class Analytics:
         reference: str | None,
         at: float,
     ) -> None:
-        row = {
-            "position": position,
-            "inventory_item_id": grant["inventory_item_id"],
-            "aggregate_id": aggregate_id,
-            "operator_id": grant["operator_id"],
-            "player_external_id": grant["player_external_id"],
-            "item_id": grant["item_id"],
-            "movement": movement,
-            "value_minor": grant["value_minor"],
-            "currency": grant["currency"],
-            "value_base_minor": grant["grant_value_base_minor"],
-            "base_currency": grant["base_currency"],
-            "amount_minor": amount,
-            "amount_currency": amount_currency,
-            "reference": reference,
-            "at": at,
-            "day": utc_day(at),
-        }
         cur.execute(
             f"INSERT INTO analytics_item_flows ({', '.join(FLOW_COLUMNS)}) "  # noqa: S608
             f"VALUES ({', '.join('?' for _ in FLOW_COLUMNS)}) ON CONFLICT (position) DO NOTHING",
-            tuple(row[c] for c in FLOW_COLUMNS),
+            _flow_row(
+                position, aggregate_id, grant, movement, amount, amount_currency, reference, at
+            ),
         )

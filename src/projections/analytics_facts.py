@@ -75,7 +75,8 @@ def _flow_row(
     reference: str | None,
     at: float,
 ) -> tuple[Any, ...]:
-    """An ``analytics_item_flows`` row in ``FLOW_COLUMNS`` order (as ``Analytics._flow``)."""
+    """An ``analytics_item_flows`` row in ``FLOW_COLUMNS`` order (``Analytics._flow`` and the
+    history bench write it)."""
     return (
         position,
         grant["inventory_item_id"],
