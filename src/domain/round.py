@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
+from msgspec import UNSET, UnsetType
 
 from domain.ids import round_id
 from domain.records import Record
@@ -40,6 +41,17 @@ class RoundTerms(Record, frozen=True, kw_only=True):
     fingerprint: str  # the action's body print: a copy with another body is a conflict
     wager_minor: int
     currency: str
+    # the game: absent (UNSET) in the Upgrader's openings, recorded before games had keys
+    game: str | UnsetType = UNSET
+
+    @property
+    def game_key(self) -> str:
+        return "upgrader" if isinstance(self.game, UnsetType) else self.game
+
+
+def game_of(opening: dict[str, Any]) -> str:
+    """The game key of a recorded opening (``"upgrader"`` when it has none)."""
+    return opening.get("game", "upgrader")
 
 
 class RoundStateError(AttemptStateError):
