@@ -18,6 +18,7 @@ from api.explorers import root, with_explorers
 from api.openapi_doc import finish_openapi
 from api.openapi_guide import SECURITY_SCHEMES
 from api.routes.boxes import PlayerBoxesController, S2SBoxesController
+from api.routes.cancels import S2SCancelController
 from api.routes.game import GameController
 from api.routes.items import PlayerItemsController, S2SItemsController
 from api.routes.platform import (
@@ -39,6 +40,7 @@ ROUTES = [
     PlayerUpgraderController,
     S2SItemsController,
     PlayerItemsController,
+    S2SCancelController,
     S2SBoxesController,
     PlayerBoxesController,
     GameController,

@@ -44,13 +44,16 @@ class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
     error: ErrorDetail
     round: Annotated[
         RoundWire | None,
-        Meta(description="on a refused debit only: the voided round {publicId, status}"),
+        Meta(
+            description="on a refused debit: the voided round {publicId, status}; on a "
+            "refused cancel credit: the held round"
+        ),
     ] = None
     balance_after_minor: Annotated[
         int | None,
         Meta(
-            description="on a wallet's refusal of a debit or a cash-back only: the balance "
-            "the wallet reported (or read with wallet.balance), null when unknown"
+            description="on a wallet's refusal of a debit, a cash-back or a cancel only: the "
+            "balance the wallet reported (or read with wallet.balance), null when unknown"
         ),
     ] = None
 
@@ -72,9 +75,9 @@ ERROR_RESPONSES = {
         "nothing happened (no money moved, "
         "nothing settled; an uncertain debit is rolled back), safe to treat as failed. "
         "OUTCOME_UNKNOWN: the action may have happened (e.g. the wallet accepted the debit "
-        "and the round is still being recorded, or a cash-back credit is being confirmed "
-        "with the wallet, its items held); retry with the same clientActionId and the same "
-        "body to learn the outcome",
+        "and the round is still being recorded, or a cash-back or cancel credit is being "
+        "confirmed with the wallet, its items or round held); retry with the same "
+        "clientActionId and the same body to learn the outcome",
     }.items()
 }
 
@@ -110,6 +113,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "ITEM_NOT_AVAILABLE": 422,
     "ITEM_NOT_CASHABLE": 422,
     "ITEM_NOT_SHIPPABLE": 422,
+    "ROUND_NOT_CANCELLABLE": 422,
     "INSUFFICIENT_FUNDS": 422,
     "WALLET_REFUSED": 422,
     "RATE_LIMITED": 429,

@@ -19,7 +19,8 @@ with the error body). So, once the app is built:
 - the examples (``api/openapi_examples.json``, real answers recorded by a test) go on the
   parameters, request bodies and responses;
 - the HMAC envelope's three headers are security schemes required together, the overview
-  is ``info.description``, and ``webhooks`` documents ``round_settled``.
+  is ``info.description``, and ``webhooks`` documents ``round_settled`` and
+  ``round_cancelled``.
 
 The same document is checked in as ``docs/openapi.json`` (for reading without a running
 platform); regenerate it with
@@ -44,6 +45,7 @@ from litestar._openapi.plugin import OpenAPIPlugin
 
 from api.errors import ErrorBody, ErrorDetail
 from api.openapi_guide import (
+    CANCEL_WEBHOOK_DESCRIPTION,
     OVERVIEW,
     PARAMETERS,
     S2S_SECURITY,
@@ -55,6 +57,7 @@ from api.openapi_guide import (
 )
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
 from api.schemas import Wire
+from api.schemas_cancel import RoundCancelledWebhook
 from api.schemas_upgrader import RoundSettledWebhook
 from application.games.boxes.answers import BoxesAnswer
 
@@ -183,32 +186,54 @@ def _finish_operation(
         responses[str(status)] = response
 
 
-def _webhooks(recorded: dict[str, Any]) -> dict[str, Any]:
-    media: dict[str, Any] = {"schema": {"$ref": REF_TEMPLATE.format(name="RoundSettledWebhook")}}
-    if "round_settled" in recorded:
-        media["examples"] = _media_examples(recorded["round_settled"])
+def _webhook(
+    kind: str, schema: str, summary: str, description: str, body: str, recorded: dict[str, Any]
+) -> dict[str, Any]:
+    media: dict[str, Any] = {"schema": {"$ref": REF_TEMPLATE.format(name=schema)}}
+    if kind in recorded:
+        media["examples"] = _media_examples(recorded[kind])
+    operation_id = "".join(part.capitalize() for part in kind.split("_"))
     return {
-        "round_settled": {
-            "post": {
-                "operationId": "roundSettledWebhook",
-                "summary": "A round settled (to your webhook_url)",
-                "description": WEBHOOK_DESCRIPTION,
-                "security": [{"outboundHmac": []}],
-                "parameters": WEBHOOK_HEADERS,
-                "requestBody": {
-                    "description": "the settled round, as the play answered it",
-                    "required": True,
-                    "content": {"application/json": media},
+        "post": {
+            "operationId": operation_id[0].lower() + operation_id[1:] + "Webhook",
+            "summary": summary,
+            "description": description,
+            "security": [{"outboundHmac": []}],
+            "parameters": WEBHOOK_HEADERS,
+            "requestBody": {
+                "description": body,
+                "required": True,
+                "content": {"application/json": media},
+            },
+            "responses": {
+                "2XX": {"description": "stored: the delivery is done"},
+                "default": {
+                    "description": "not stored (any other status, or no answer in "
+                    "time): delivered again later with the same id"
                 },
-                "responses": {
-                    "2XX": {"description": "stored: the delivery is done"},
-                    "default": {
-                        "description": "not stored (any other status, or no answer in "
-                        "time): delivered again later with the same id"
-                    },
-                },
-            }
+            },
         }
+    }
+
+
+def _webhooks(recorded: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "round_settled": _webhook(
+            "round_settled",
+            "RoundSettledWebhook",
+            "A round settled (to your webhook_url)",
+            WEBHOOK_DESCRIPTION,
+            "the settled round, as the play answered it",
+            recorded,
+        ),
+        "round_cancelled": _webhook(
+            "round_cancelled",
+            RoundCancelledWebhook.__name__,
+            "A round was cancelled (to your webhook_url)",
+            CANCEL_WEBHOOK_DESCRIPTION,
+            "the cancelled round and the amount credited back",
+            recorded,
+        ),
     }
 
 
@@ -221,7 +246,7 @@ def finish_openapi(app: Litestar) -> dict[str, Any]:
     for name in list(schemas):
         if name in exact:
             schemas[name] = exact[name]
-    for name in _referenced([RoundSettledWebhook.__name__], exact):
+    for name in _referenced([RoundSettledWebhook.__name__, RoundCancelledWebhook.__name__], exact):
         schemas[name] = exact[name]
     document["info"]["description"] = OVERVIEW
     recorded = examples()

@@ -80,6 +80,12 @@ ERROR_CODES: dict[str, str] = {
     "ITEM_NOT_AVAILABLE": "an item is not this player's or not unresolved",
     "ITEM_NOT_CASHABLE": "an item has no cash-back",
     "ITEM_NOT_SHIPPABLE": "an item cannot be shipped (not fulfillable)",
+    "ROUND_NOT_CANCELLABLE": (
+        "the round is not a settled balance-mode round whose items are all unresolved (an "
+        "item staked, cashed back, shipped or held; an items-mode, open or voided round), "
+        "or it is already held by another cancel whose credit is being confirmed, or "
+        "cancelled"
+    ),
     "INSUFFICIENT_FUNDS": (
         "the wallet refused (its code, passed on); nothing moved. A refused debit's body "
         "also has the voided round and balanceAfterMinor"
@@ -185,6 +191,10 @@ PARAMETERS: dict[str, str] = {
     "stakeItemIds": "an inventoryItemId to stake; repeat the parameter for each item",
     "stakeItemIds[]": "the same as stakeItemIds (the bracketed spelling)",
     "public_id": "the round's publicId (r_ and 32 hex digits)",
+    "status": (
+        "only rounds in this status (settled, voided, held or cancelled); on the S2S API "
+        "without playerExternalId: every player's rounds in it, e.g. the held rounds"
+    ),
     "box_id": "the box's id",
     "box_version_id": "the box version's id",
 }
@@ -295,6 +305,16 @@ mode. Signed like wallet calls: `X-Timestamp` and `X-Signature` (HMAC-SHA256 wit
 body}`), no `X-Key-Id`. Answer any 2xx once you have stored it; anything else (or no
 answer within the wallet timeout) is retried, backing off 1 s doubling to 10 min, and
 dead-lettered after 72 h (`upgrader outbox dead`, `upgrader outbox redeliver ID`)."""
+
+CANCEL_WEBHOOK_DESCRIPTION = """\
+Sent to the operator's `webhook_url` when a cancel's credit is accepted (decisions §11:
+`POST /api/s2s/rounds/{publicId}/cancel`), after that round's `round_settled` and in the
+same order per player, once or more: de-duplicate by `id`, derived from the round (not
+the same as its `round_settled` id). `data.round` is the round of its `round_settled`
+webhook with `status` `"cancelled"`; `data.creditedMinor` is its `betMinor`, credited back
+in the round's currency. A round whose `round_settled` was not sent (no `webhook_url` when
+it settled) sends no `round_cancelled` either. Signed, retried and dead-lettered as
+`round_settled` is."""
 
 WEBHOOK_HEADERS = [
     {

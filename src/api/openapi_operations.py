@@ -148,14 +148,41 @@ OPERATIONS: dict[str, dict[str, Any]] = {
     "GET /rounds": _op(
         "The player's rounds",
         "The player's rounds, newest first, a page at a time: pass `nextCursor` as `cursor` "
-        "for the next page. Settled and voided rounds; a voided one carries only `publicId` "
-        "and `status`.",
+        "for the next page. Settled, voided, held and cancelled rounds (a voided one "
+        "carries only `publicId` and `status`); `status` filters. On the S2S API "
+        "`playerExternalId` may be left out when `status` is given: the operator's rounds "
+        "in that status, e.g. `?status=held`, the rounds whose cancel credit is being "
+        "confirmed or was refused.",
         ["VALIDATION_ERROR"],
     ),
     "GET /rounds/{public_id}": _op(
         "One round",
         "One round of this operator by its `publicId`.",
         ["NOT_FOUND"],
+        s2s_only=True,
+    ),
+    "POST /rounds/{public_id}/cancel": _op(
+        "Cancel a round",
+        "Cancels a settled balance-mode round of the player whose granted items are all "
+        "unresolved: in one commit the items become `cancelled` and the round `held`, then "
+        "its `betMinor` is credited back (`wallet.credit`, reason `cancel`, key "
+        "`{publicId}:cancel:{attempt}`). Accepted: the round is `cancelled` (200, and a "
+        "`round_cancelled` webhook). Refused: the round stays `held`; the answer is the "
+        "wallet's code with the held round and `balanceAfterMinor`, and a new cancel (a new "
+        "`clientActionId`) tries the credit again. Uncertain: the round stays `held` and the "
+        "platform re-sends the same key until the wallet answers; 503 `OUTCOME_UNKNOWN` "
+        "(money may have moved). A held round is never un-cancelled. Another operator's or "
+        "player's round, or an unknown id: 404. " + PLAY_WORDS,
+        [
+            "VALIDATION_ERROR",
+            "NOT_FOUND",
+            "ROUND_NOT_CANCELLABLE",
+            *WALLET_REFUSALS,
+            "WALLET_UNAVAILABLE",
+            "IDEMPOTENCY_CONFLICT",
+            "ACTION_IN_PROGRESS",
+            "OUTCOME_UNKNOWN",
+        ],
         s2s_only=True,
     ),
     "GET /fairness": _op(

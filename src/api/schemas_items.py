@@ -100,7 +100,8 @@ class InventoryItemWire(Wire):
     state: Annotated[
         str,
         words(
-            '"unresolved", "consumed" (staked), "cashed_back", "shipping_requested" or "shipped"'
+            '"unresolved", "consumed" (staked), "cashed_back", "shipping_requested", '
+            '"shipped" or "cancelled" (its round was cancelled)'
         ),
     ]
     round_public_id: Annotated[str, words("the round that granted it")]

@@ -134,7 +134,13 @@ class RoundWire(Wire):
     carries only publicId and status."""
 
     public_id: Annotated[str, words("the round's id, r_ and 32 hex digits")]
-    status: Annotated[str, words('"settled", or "voided" when the wallet refused the debit')]
+    status: Annotated[
+        str,
+        words(
+            '"settled"; "voided" when the wallet refused the debit; "held" while its cancel '
+            'credit is being confirmed or after the wallet refused it; "cancelled"'
+        ),
+    ]
     mode: Annotated[
         str | None, words('"balance" (wager from the casino balance) or "items" (stake of items)')
     ] = None

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from application.games.upgrader.play_items import ItemsPlays
     from application.inventory.cashout import Cashouts
     from application.platform import Platform
+    from application.rounds.cancel import Cancels
     from application.rounds.fairness import FairnessService
     from application.wallet.client import WalletClient
 
@@ -21,6 +22,7 @@ class Services(Protocol):
     balance: BalancePlays
     items: ItemsPlays
     cashouts: Cashouts
+    cancels: Cancels
 
     async def start(self) -> None:
         """Start the background loops this process runs."""

@@ -1,11 +1,13 @@
 """Inventory items: granted by a won round, then resolved exactly once.
 
 States: ``unresolved`` -> ``consumed`` | ``cashed_back`` | ``shipping_requested`` ->
-``shipped``. While a cash-back credit is being asked of the wallet the item is
-``unresolved`` but *held* (``held_by`` names the cash-back): it cannot be staked, shipped
-or cashed back again until the credit is acknowledged (-> ``cashed_back``) or refused
-(-> released). Every move checks the state first and is an event, and the store's
-optimistic concurrency makes two concurrent moves of one item fail one of them.
+``shipped``, or ``unresolved`` -> ``cancelled`` (its round was cancelled, decisions §11: no
+longer stakeable, cashable or shippable). While a cash-back credit is being asked of the
+wallet the item is ``unresolved`` but *held* (``held_by`` names the cash-back): it cannot
+be staked, shipped or cashed back again until the credit is acknowledged
+(-> ``cashed_back``) or refused (-> released). Every move checks the state first and is
+an event, and the store's optimistic concurrency makes two concurrent moves of one item
+fail one of them.
 Stored format: each event is stored under its explicit topic (``TOPIC``, ``@event(...,
 topic=...)``), the string it had when topics were module paths. The classes and this
 module may move; topics, event names and fields never change
@@ -124,3 +126,16 @@ class InventoryItem(Aggregate):
     @event("ItemShipped", topic="domain.inventory:InventoryItem.ItemShipped")
     def _shipped(self, at: float) -> None:
         self.state = "shipped"
+
+    def cancel(self, round_public_id: str, at: float) -> None:
+        """Taken back with its round's cancel (decisions §11): only an open item of that
+        round."""
+        self._require_open()
+        if self.grant.get("round_public_id") != round_public_id:
+            raise ItemStateError("item was not granted by this round")
+        self._cancelled(round_public_id=round_public_id, at=at)
+
+    @event("ItemCancelled", topic="domain.inventory:InventoryItem.ItemCancelled")
+    def _cancelled(self, round_public_id: str, at: float) -> None:
+        self.state = "cancelled"
+        self.resolution = {"round_public_id": round_public_id, "at": at}

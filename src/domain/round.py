@@ -1,5 +1,8 @@
-"""The Upgrader round: opened (intent recorded) before the wallet is called, then settled,
-voided, or left with an uncertain debit that is rolled back.
+"""The round of every game: opened (intent recorded) before the wallet is called, then
+settled, voided, or left with an uncertain debit that is rolled back. A settled
+balance-mode round may be cancelled (decisions §11): held (with its items taken, by the
+caller, in the same commit) before its bet is credited back, then cancelled once the
+wallet accepts that credit; a refused credit leaves it held for a new cancel's attempt.
 
 Public methods check the state machine; the decorated private ones only assign state.
 Stored format: each event is stored under its explicit topic (``TOPIC``, ``@event(...,
@@ -19,6 +22,8 @@ from msgspec import UNSET, UnsetType
 from domain.ids import round_id
 from domain.records import Record
 from domain.wallet_attempts import (
+    CREDIT,
+    CREDITED,
     DEBIT,
     DEBITED,
     REFUSED,
@@ -59,10 +64,13 @@ class RoundStateError(AttemptStateError):
 
 
 class Round(Aggregate):
-    """States: open (an attempt in flight or uncertain) -> settled | voided.
+    """States: open (an attempt in flight or uncertain) -> settled | voided; a settled
+    balance-mode round -> held -> cancelled (decisions §11; never back).
 
     The round's rules are the status; its debit attempts follow the shared
-    :class:`~domain.wallet_attempts.WalletAttempts` machine (``DEBIT`` rules).
+    :class:`~domain.wallet_attempts.WalletAttempts` machine (``DEBIT`` rules), its cancel
+    credits the same machine under the ``CREDIT`` rules (an uncertain one is re-sent with
+    the same key ``{publicId}:cancel:{attempt}``).
     """
 
     TOPIC = "domain.round:Round"
@@ -83,6 +91,11 @@ class Round(Aggregate):
         self.attempts = WalletAttempts(DEBIT, RoundStateError)
         self.settlement: dict[str, Any] | None = None
         self.voiding: dict[str, Any] | None = None
+        # the cancel (decisions §11): the hold, its credit attempts and their answers
+        self.holding: dict[str, Any] | None = None
+        self.cancel_attempts = WalletAttempts(CREDIT, RoundStateError)
+        self.cancel_actions: dict[int, str] = {}  # attempt -> the clientActionId that made it
+        self.cancel_answers: dict[int, dict[str, Any]] = {}  # attempt -> credited / refused
 
     # -- reading ------------------------------------------------------------------------
 
@@ -202,6 +215,97 @@ class Round(Aggregate):
             "balance_after_minor": balance_after_minor,
             "at": at,
         }
+
+    # -- the cancel (decisions §11) ---------------------------------------------------------
+
+    def hold_for_cancel(self, hold: dict[str, Any], at: float) -> None:
+        """Hold a settled balance-mode round for its cancel (its items are taken in the
+        same commit, by the caller); ``hold`` records what was taken and why."""
+        if self.status != "settled" or self.opening.get("mode") != "balance":
+            raise RoundStateError(f"a {self.status} {self.opening.get('mode')} round is not held")
+        self._round_held(hold=hold, at=at)
+
+    @event("RoundHeld", topic="domain.round:Round.RoundHeld")
+    def _round_held(self, hold: dict[str, Any], at: float) -> None:
+        self.status = "held"
+        self.holding = hold
+
+    def attempt_cancel_credit(self, client_action_id: str, at: float) -> int:
+        """The next credit of the bet, for the action ``client_action_id``: a held round
+        whose earlier attempts were all refused."""
+        attempt = self.cancel_attempts.check_next(
+            idle=self.status == "held" and not self.cancel_attempts.under_way
+        )
+        self._cancel_credit_attempted(
+            attempt=attempt,
+            idempotency_key=f"{self.opening['public_id']}:cancel:{attempt}",
+            client_action_id=client_action_id,
+            amount_minor=self.opening["wager_minor"],
+            currency=self.opening["currency"],
+            at=at,
+        )
+        return attempt
+
+    @event("CancelCreditAttempted", topic="domain.round:Round.CancelCreditAttempted")
+    def _cancel_credit_attempted(
+        self,
+        attempt: int,
+        idempotency_key: str,
+        client_action_id: str,
+        amount_minor: int,
+        currency: str,
+        at: float,
+    ) -> None:
+        self.cancel_attempts.begin(attempt, idempotency_key, at)
+        self.cancel_actions[attempt] = client_action_id
+
+    def mark_cancel_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        self.cancel_attempts.check_move(attempt, UNCERTAIN)
+        self._cancel_credit_uncertain(attempt=attempt, reason=reason, at=at)
+
+    @event("CancelCreditUncertain", topic="domain.round:Round.CancelCreditUncertain")
+    def _cancel_credit_uncertain(self, attempt: int, reason: str, at: float) -> None:
+        self.cancel_attempts.move(attempt, UNCERTAIN)
+
+    def refuse_cancel_credit(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        """The wallet refused the credit: the round stays held (a new cancel retries)."""
+        self.cancel_attempts.check_move(attempt, REFUSED)
+        self._cancel_credit_refused(
+            attempt=attempt, error_code=error_code, balance_after_minor=balance_after_minor, at=at
+        )
+
+    @event("CancelCreditRefused", topic="domain.round:Round.CancelCreditRefused")
+    def _cancel_credit_refused(
+        self, attempt: int, error_code: str, balance_after_minor: int | None, at: float
+    ) -> None:
+        self.cancel_attempts.move(attempt, REFUSED)
+        self.cancel_answers[attempt] = {
+            "error_code": error_code,
+            "balance_after_minor": balance_after_minor,
+            "at": at,
+        }
+
+    def complete_cancel(
+        self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
+    ) -> None:
+        """The wallet accepted the credit: the round is cancelled."""
+        self.cancel_attempts.check_move(attempt, CREDITED)
+        self._round_cancelled(
+            attempt=attempt,
+            balance_after_minor=balance_after_minor,
+            provider_txn_ref=provider_txn_ref,
+            at=at,
+        )
+
+    @event("RoundCancelled", topic="domain.round:Round.RoundCancelled")
+    def _round_cancelled(
+        self, attempt: int, balance_after_minor: int | None, provider_txn_ref: str | None, at: float
+    ) -> None:
+        self.cancel_attempts.move(attempt, CREDITED)
+        self.status = "cancelled"
+        self.cancel_answers[attempt] = {"balance_after_minor": balance_after_minor, "at": at}
 
     def _check_open(self) -> None:
         if self.status != "open":

@@ -2,7 +2,9 @@
 
 ``wallet pending`` lists the debits and credits the wallet has not confirmed: debits
 in flight or uncertain (owed a rollback, with their retry state, and those escalated
-after 24 h for a person) and cash-back credits being re-sent.
+after 24 h for a person), cash-back credits being re-sent, and the held rounds (decisions
+§11): each one's cancel credit being confirmed (re-sent with the same key) or refused
+(kind ``cancel``, state ``refused`` with the wallet's code: a new cancel retries it).
 ``projections status`` shows each read model's position, the log's head and the lag in
 events and seconds; ``projections rebuild [NAME]`` replays the log into empty tables
 (operational bookkeeping such as retry and delivery state is kept).
@@ -18,6 +20,7 @@ from typing import Any
 from application.clock import iso_utc
 from application.config.load import load_config
 from entrypoints.cli_args import command
+from projections.wallet_cancels import HELD_ROUNDS
 
 
 def _runtime(args: argparse.Namespace) -> Any:
@@ -46,9 +49,10 @@ def _print_table(title: str, columns: list[str], rows: list[list[Any]], as_json:
 def pending_wallet_operations(runtime: Any) -> list[list[Any]]:
     runtime.runner.catch_up("wallet_debit_attempts")
     runtime.runner.catch_up("wallet_credit_attempts")
+    runtime.runner.catch_up("wallet_cancel_credits")
     with runtime.platform.db.transaction() as cur:
         cur.execute(
-            "SELECT 'debit', a.debit_key, a.amount_minor, a.currency, a.state, a.escalated, "
+            "SELECT 'debit', a.debit_key, a.amount_minor, a.currency, a.state, a.escalated, "  # noqa: S608
             "COALESCE(r.tries, 0), r.next_try_at, r.last_error, a.attempted_at "
             "FROM wallet_debit_attempts a LEFT JOIN wallet_retries r "
             "ON r.debit_key = a.debit_key WHERE a.state IN ('in_flight', 'uncertain') "
@@ -57,6 +61,11 @@ def pending_wallet_operations(runtime: Any) -> list[list[Any]]:
             "COALESCE(r.tries, 0), r.next_try_at, r.last_error, c.attempted_at "
             "FROM wallet_credit_attempts c LEFT JOIN wallet_retries r "
             "ON r.debit_key = c.credit_key WHERE c.state IN ('in_flight', 'uncertain') "
+            "UNION ALL "
+            "SELECT 'cancel', h.credit_key, h.amount_minor, h.currency, h.state, 0, "
+            "COALESCE(r.tries, 0), r.next_try_at, COALESCE(r.last_error, h.error_code), "
+            f"h.attempted_at FROM ({HELD_ROUNDS}) h LEFT JOIN wallet_retries r "
+            "ON r.debit_key = h.credit_key "
             "ORDER BY 10"
         )
         rows = cur.fetchall()

@@ -10,10 +10,12 @@ from typing import Any
 
 import anyio
 
+from application.games.upgrader.answers import round_view as upgrader_round_view
 from application.games.upgrader.play_balance import BalancePlays
 from application.games.upgrader.play_items import ItemsPlays
 from application.inventory.cashout import Cashouts
 from application.platform import Platform, ensure_tables
+from application.rounds.cancel import Cancels, RoundView
 from application.rounds.fairness import SCHEMA as FAIRNESS_SCHEMA
 from application.rounds.fairness import FairnessService
 from application.store.calls import in_background
@@ -27,6 +29,7 @@ from projections.reconciler import WalletReconciler
 from projections.rounds import RoundHistory
 from projections.runner import ProjectionRunner
 from projections.wakeup import NotifyListener
+from projections.wallet_cancels import WalletCancelCredits
 from projections.wallet_ops import WalletCreditAttempts, WalletDebitAttempts
 
 log = logging.getLogger("upgrader.runtime")
@@ -34,6 +37,8 @@ log = logging.getLogger("upgrader.runtime")
 # The background loops a process can run (``upgrader worker NAME``; ``serve`` runs all).
 BACKGROUND_LOOPS = ("projections", "reconciler", "dispatcher")
 PASS_SECONDS = 0.05  # the shortest interval between two projection passes
+# Each game's view of its settled rounds, for the cancel's answers (decisions §11).
+ROUND_VIEWS: dict[str, RoundView] = {"upgrader": upgrader_round_view}
 
 
 def all_projections(platform: Platform) -> list[Any]:
@@ -42,6 +47,7 @@ def all_projections(platform: Platform) -> list[Any]:
         RoundHistory(),
         WalletDebitAttempts(),
         WalletCreditAttempts(),
+        WalletCancelCredits(),
         InventoryView(),
         WebhookOutbox(),
         HashChain(platform.events.recorder),
@@ -74,6 +80,7 @@ class Runtime:
         self.balance = BalancePlays(platform, self.wallet, self.fairness, self.reconciler.wake)
         self.items = ItemsPlays(platform, self.fairness)
         self.cashouts = Cashouts(platform, self.wallet, self.reconciler.wake)
+        self.cancels = Cancels(platform, self.wallet, ROUND_VIEWS, self.reconciler.wake)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 

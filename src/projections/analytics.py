@@ -40,19 +40,28 @@ from eventsourcing.utils import get_topic
 from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
 from domain.round import Round
-from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
+from projections.analytics_cancels import (
+    CANCELLED,
+    add_to_day,
+    daily_key,
+    recorded_facts,
+    signed_increments,
+    take_back,
+)
+from projections.analytics_facts import _flow_row, _json, round_fact
 from projections.analytics_tables import (
     _CLOSE,
     _DAILY,
+    _DROP_EMPTY,
     _FACT,
     _FLOW,
     _GRANT_FIELDS,
     _OPEN,
     _RATIOS,
     _STAKE,
+    _UNFACT,
     _UNSTAKE,
     DAILY_KEY,
-    DAILY_KEY_OF_FACT,
     DAILY_SUMS,
     FACT_COLUMNS,
     FLOW_COLUMNS,
@@ -71,13 +80,14 @@ MOVES = {
     get_topic(InventoryItem.ItemCashedBack): "cashed_back",
     get_topic(InventoryItem.ItemShippingRequested): "shipping_requested",
     get_topic(InventoryItem.ItemShipped): "shipped",
+    get_topic(InventoryItem.ItemCancelled): "cancelled",  # with its round (decisions §11)
 }
 MOVEMENTS = ("granted", *MOVES.values())
 
 
 class Analytics:
     name = "analytics"
-    topics = frozenset({OPENED, SETTLED, VOIDED, GRANTED, *MOVES})
+    topics = frozenset({OPENED, SETTLED, VOIDED, CANCELLED, GRANTED, *MOVES})
     schema = SCHEMA
 
     def process(self, cur: Any, event: Any, position: int) -> None:
@@ -92,6 +102,8 @@ class Analytics:
             )
         elif topic == GRANTED:
             self._granted(cur, event, position)
+        elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
+            take_back(cur, event.originator_id.hex, self._add_daily)
         else:
             self._moved(cur, event, position, MOVES[topic])
 
@@ -102,8 +114,12 @@ class Analytics:
         added up here and upserted once per key; the other writes go in event order,
         pipelined."""
         round_ids, settled, moved = [], [], []
+        cancelled = [i.event.originator_id.hex for i in items if i.notification.topic == CANCELLED]
+        facts = recorded_facts(cur, cancelled)  # and the batch's own, kept below
         for item in items:
             topic = item.notification.topic
+            if topic == CANCELLED:
+                continue
             if topic in (OPENED, SETTLED, VOIDED):
                 round_ids.append(item.event.originator_id.hex)
                 if topic == SETTLED:
@@ -147,6 +163,7 @@ class Analytics:
         }
         statements: list[tuple[str, tuple[Any, ...]]] = []
         daily: dict[tuple[Any, ...], list[Any]] = {}
+        dropped: list[tuple[str, tuple[Any, ...]]] = []
         for item in items:
             event, position, topic = item.event, item.position, item.notification.topic
             if topic == OPENED:
@@ -175,14 +192,15 @@ class Analytics:
                 recorded.add(round_id)
                 statements.append((_CLOSE, (round_id,)))
                 open_rounds[round_id] = None
-                key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
-                sums = daily_increments(fact)
-                entry = daily.get(key)
-                if entry is None:
-                    daily[key] = [fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)]
-                else:
-                    for index, column in enumerate(DAILY_SUMS, start=1):
-                        entry[index] += sums[column]
+                add_to_day(daily, fact, 1)
+                if round_id in cancelled:
+                    facts[round_id] = fact
+            elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
+                fact = facts.pop(event.originator_id.hex, None)
+                if fact is not None:
+                    statements.append((_UNFACT, (fact["round_id"],)))
+                    add_to_day(daily, fact, -1)
+                    dropped.append((_DROP_EMPTY, daily_key(fact)))
             elif topic == VOIDED:
                 round_id = event.originator_id.hex
                 statements.append((_CLOSE, (round_id,)))
@@ -223,6 +241,8 @@ class Analytics:
                     reference = event.cashout_public_id
                 elif movement == "shipping_requested":
                     reference = event.shipment_public_id
+                elif movement == "cancelled":
+                    reference = event.round_public_id
                 statements.append(
                     (
                         _FLOW,
@@ -235,6 +255,7 @@ class Analytics:
             statements.append((_DAILY, (*key, *entry)))
         for key in daily:
             statements.append((_RATIOS, key))
+        statements += dropped
         if on_postgres(cur):
             _write_unnest(cur, statements)
         else:
@@ -284,22 +305,16 @@ class Analytics:
         cur.execute("DELETE FROM analytics_open_rounds WHERE round_id = ?", (round_id,))
         self._add_daily(cur, fact)
 
-    def _add_daily(self, cur: Any, fact: dict[str, Any]) -> None:
-        key = (
-            fact["operator_id"],
-            fact["settled_day"],
-            fact["currency"],
-            fact["mode"],
-            fact["chance_bps"],
-        )
-        sums = daily_increments(fact)
+    def _add_daily(self, cur: Any, fact: dict[str, Any], sign: int = 1) -> None:
+        """Add the fact's increments to its day (``sign`` -1: take them back)."""
+        key = daily_key(fact)
         columns = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
         updates = ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
         cur.execute(
             f"INSERT INTO analytics_daily ({', '.join(columns)}) "  # noqa: S608
             f"VALUES ({', '.join('?' for _ in columns)}) "
             f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET {updates}",
-            (*key, fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)),
+            (*key, fact["currency_exponent"], *signed_increments(fact, sign)),
         )
         cur.execute(_RATIOS, key)
 
@@ -359,6 +374,8 @@ class Analytics:
             reference = event.cashout_public_id
         elif movement == "shipping_requested":
             reference = event.shipment_public_id
+        elif movement == "cancelled":
+            reference = event.round_public_id
         self._flow(cur, position, aggregate_id, grant, movement, amount, currency, reference, at)
 
     def _flow(

@@ -20,13 +20,21 @@ STATES = {
     get_topic(InventoryItem.ItemCashedBack): "cashed_back",
     get_topic(InventoryItem.ItemShippingRequested): "shipping_requested",
     get_topic(InventoryItem.ItemShipped): "shipped",
+    get_topic(InventoryItem.ItemCancelled): "cancelled",  # its round's cancel (decisions §11)
 }
 HOLDS = {
     get_topic(InventoryItem.ItemHeldForCashout): 1,
     get_topic(InventoryItem.ItemReleased): 0,
 }
 GRANTED = get_topic(InventoryItem.ItemGranted)
-ITEM_STATES = ("unresolved", "consumed", "cashed_back", "shipping_requested", "shipped")
+ITEM_STATES = (
+    "unresolved",
+    "consumed",
+    "cashed_back",
+    "shipping_requested",
+    "shipped",
+    "cancelled",
+)
 
 
 class InventoryView:

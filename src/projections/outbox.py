@@ -38,6 +38,8 @@ configuration at send time (secrets are never recorded).
 Note: a deployment that adds this projection to an existing log catches up from position
 0 and enqueues a webhook for every past settled round of an operator with a webhook_url;
 operators de-duplicate by ``id``.
+
+A cancelled round (decisions §11) adds a ``round_cancelled`` row: ``projections.outbox_cancels``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from domain.config_history import OperatorProfile
 from domain.round import Round
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 from projections.batching import select_in
+from projections.outbox_cancels import CANCELLED, SETTLED_PAYLOAD, cancel_row
 from projections.unnest import columns, first_per_key, floats, net_insert_delete, on_postgres
 
 NAME = "webhook_outbox"
@@ -114,7 +117,7 @@ def render_payload(hook_id: str, opening: UpgraderOpening, settlement: UpgraderS
 class WebhookOutbox:
     name = NAME
     rebuild_tables = PROJECTION_TABLES  # webhook_deliveries is operational state
-    topics = frozenset({OPENED, SETTLED, VOIDED, PROFILE_REGISTERED, PROFILE_SETTINGS})
+    topics = frozenset({OPENED, SETTLED, VOIDED, CANCELLED, PROFILE_REGISTERED, PROFILE_SETTINGS})
     schema = [
         """CREATE TABLE IF NOT EXISTS webhook_outbox (
             webhook_id TEXT PRIMARY KEY,
@@ -154,6 +157,14 @@ class WebhookOutbox:
                 "ON CONFLICT (round_id) DO NOTHING",
                 (round_id, json.dumps(event.opening, separators=(",", ":"))),
             )
+            return
+        if isinstance(event, Round.RoundCancelled):
+            cur.execute("SELECT payload FROM webhook_outbox WHERE round_id = ?", (round_id,))
+            settled = cur.fetchone()
+            if settled is not None:  # else no round_settled was sent: nor is this
+                hook = cancel_row(event, position, settled[0])
+                cur.execute(_ENQUEUE, hook)
+                cur.execute(_PENDING, (hook[0], event.at))
             return
         cur.execute("SELECT opening FROM webhook_openings WHERE round_id = ?", (round_id,))
         row = cur.fetchone()
@@ -206,6 +217,8 @@ class WebhookOutbox:
         )
         cur.execute("SELECT profile_id, operator_id, webhook_url FROM webhook_operators")
         operators = {profile: [operator, url] for profile, operator, url in cur.fetchall()}
+        cancelled = {i.event.originator_id.hex for i in items if i.notification.topic == CANCELLED}
+        settled_payloads = dict(select_in(cur, SETTLED_PAYLOAD, sorted(cancelled)))
         statements: list[tuple[str, tuple[Any, ...]]] = []
         for item in items:
             event, position = item.event, item.position
@@ -227,6 +240,11 @@ class WebhookOutbox:
                 if openings.get(round_id) is None:  # absent or deleted: the insert lands
                     openings[round_id] = text
                 continue
+            if isinstance(event, Round.RoundCancelled):
+                if round_id in settled_payloads:  # else no round_settled was sent: nor is this
+                    hook = cancel_row(event, position, settled_payloads[round_id])
+                    statements += [(_ENQUEUE, hook), (_PENDING, (hook[0], event.at))]
+                continue
             stored = openings.get(round_id)
             statements.append((_CLOSE, (round_id,)))
             openings[round_id] = None
@@ -239,6 +257,9 @@ class WebhookOutbox:
                 continue
             settlement = event.settlement
             hook_id = webhook_id(event.originator_id)
+            payload = render_payload(hook_id, opening, UpgraderSettlement.of(settlement))
+            if round_id in cancelled:  # a cancel later in the batch reads it
+                settled_payloads[round_id] = payload
             statements.append(
                 (
                     _ENQUEUE,
@@ -249,7 +270,7 @@ class WebhookOutbox:
                         opening.player_external_id,
                         position,
                         settlement["settled_at"],
-                        render_payload(hook_id, opening, UpgraderSettlement.of(settlement)),
+                        payload,
                     ),
                 )
             )

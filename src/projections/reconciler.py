@@ -7,7 +7,9 @@ Each pass:
    died, or its save failed) -- this is how a debit in flight at a crash is found;
 3. sends ``wallet.rollback`` for each uncertain attempt that is due, and records
    ``WagerRolledBack`` when the wallet acknowledges. Failures back off (1 s doubling,
-   capped at 60 s, jittered); after 24 h the attempt is escalated for a person.
+   capped at 60 s, jittered); after 24 h the attempt is escalated for a person;
+4. re-sends, with the SAME key and the same backoff, every cash-back credit and every
+   cancel credit (decisions §11) that has no answer, until the wallet gives one.
 Several reconcilers may run (several processes): rollbacks are idempotent at the wallet
 (same key) and recording the acknowledgement twice is refused by the round's state.
 """
@@ -23,6 +25,7 @@ from uuid import UUID
 
 from application.inventory.cashout import record_credit_outcome, send_credit
 from application.platform import Platform
+from application.rounds.cancel import record_cancel_outcome, send_cancel_credit
 from application.rounds.saga import change_round, mark_uncertain
 from application.store.calls import in_background
 from application.wallet.client import Accepted, Uncertain, WalletClient
@@ -78,6 +81,7 @@ class WalletReconciler:
         for row in await in_background(self._due_rollbacks):
             await self._roll_back(row)
         await self._retry_credits()
+        await self._retry_cancels()
 
     async def _retry_credits(self) -> None:
         """Cash-back credits without an answer: re-send the SAME key until acknowledged."""
@@ -98,6 +102,34 @@ class WalletReconciler:
                     "attempt": attempt,
                 }
                 await in_background(self._retry_later, row, outcome.reason)
+
+    async def _retry_cancels(self) -> None:
+        """Cancel credits without an answer (held rounds): the SAME key until answered."""
+        await in_background(self.runner.catch_up, "wallet_cancel_credits")
+        for round_hex, attempt, key, tries in await in_background(self._due_cancels):
+            rid = UUID(hex=round_hex)
+            round_: Round = await in_background(self.platform.events.repository.get, rid)
+            if round_.cancel_attempts.state(attempt) not in ("in_flight", "uncertain"):
+                continue
+            outcome = await send_cancel_credit(self.platform, self.wallet, round_, attempt)
+            await in_background(record_cancel_outcome, self.platform, rid, attempt, outcome)
+            if isinstance(outcome, Uncertain):
+                row = {"debit_key": key, "tries": tries, "round_id": None, "attempt": attempt}
+                await in_background(self._retry_later, row, outcome.reason)
+
+    def _due_cancels(self) -> list[tuple[str, int, str, int]]:
+        now = self.platform.clock.now()
+        grace = self.platform.config.service.uncertain_debit_grace_seconds
+        with self.platform.db.transaction() as cur:
+            cur.execute(
+                "SELECT a.round_id, a.attempt, a.credit_key, COALESCE(r.tries, 0) "
+                "FROM wallet_cancel_credits a "
+                "LEFT JOIN wallet_retries r ON r.debit_key = a.credit_key "
+                "WHERE (a.state = 'uncertain' OR (a.state = 'in_flight' AND a.attempted_at <= ?)) "
+                "AND (r.next_try_at IS NULL OR r.next_try_at <= ?) ORDER BY a.attempted_at",
+                (now - grace, now),
+            )
+            return [tuple(row) for row in cur.fetchall()]
 
     def _due_credits(self) -> list[tuple[str, int, str, int]]:
         now = self.platform.clock.now()

@@ -3,6 +3,10 @@
 Serves ``GET /api/s2s/rounds``, ``GET /api/s2s/rounds/{publicId}`` and
 ``GET /api/play/rounds``. ``position`` is the notification id of the settling (or
 voiding) event, so newest-first is settle order, and it doubles as the page cursor.
+
+A cancel (decisions §11) changes only the row's ``status`` (``held``, then ``cancelled``),
+not its position; the view keeps its settle-time fields and is answered with the row's
+status (``_with_status``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from projections.unnest import columns, first_per_key, last_per_key, on_postgres
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
 VOIDED = get_topic(Round.RoundVoided)
+# a cancel's events, and the status each gives the round (decisions §11)
+CANCEL_STATUS = {get_topic(Round.RoundHeld): "held", get_topic(Round.RoundCancelled): "cancelled"}
+STATUSES = ("settled", "voided", "held", "cancelled")  # the listed ones (not "open")
 
 
 def _json(value: Any) -> str:
@@ -32,7 +39,7 @@ def _json(value: Any) -> str:
 
 class RoundHistory:
     name = "round_history"
-    topics = frozenset({OPENED, SETTLED, VOIDED})
+    topics = frozenset({OPENED, SETTLED, VOIDED, *CANCEL_STATUS})
     schema = [
         """CREATE TABLE IF NOT EXISTS round_history (
             round_id TEXT PRIMARY KEY,
@@ -46,6 +53,8 @@ class RoundHistory:
             view TEXT)""",
         """CREATE INDEX IF NOT EXISTS round_history_player
             ON round_history (operator_id, player_external_id, status, position)""",
+        """CREATE INDEX IF NOT EXISTS round_history_status
+            ON round_history (operator_id, status, position)""",
     ]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
@@ -66,6 +75,9 @@ class RoundHistory:
                     _json(opening),
                 ),
             )
+            return
+        if get_topic(type(event)) in CANCEL_STATUS:
+            cur.execute(*_status_statement(event))
             return
         cur.execute("SELECT opening FROM round_history WHERE round_id = ?", (round_id,))
         opening = UpgraderOpening.decode(cur.fetchone()[0])
@@ -114,6 +126,9 @@ class RoundHistory:
                 )
                 stored.setdefault(round_id, text)  # ON CONFLICT DO NOTHING keeps a stored one
                 continue
+            if get_topic(type(event)) in CANCEL_STATUS:
+                statements.append(_status_statement(event))
+                continue
             opening = UpgraderOpening.decode(stored[round_id])
             if isinstance(event, Round.RoundSettled):
                 settlement = UpgraderSettlement.of(event.settlement)
@@ -131,6 +146,14 @@ _INSERT = (
     "VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (round_id) DO NOTHING"
 )
 _UPDATE = "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?"
+_STATUS = "UPDATE round_history SET status = ? WHERE round_id = ?"
+
+
+def _status_statement(event: Any) -> tuple[str, tuple[Any, ...]]:
+    """A cancel's event: the round's status only (its position and view stay)."""
+    return _STATUS, (CANCEL_STATUS[get_topic(type(event))], event.originator_id.hex)
+
+
 _INSERT_UNNEST = (
     "INSERT INTO round_history (round_id, public_id, operator_id, "
     "player_external_id, mode, status, position, opening) "
@@ -155,6 +178,8 @@ def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> bo
     round's first insert lands or finds it there and its later inserts do nothing; its
     updates all find the row and each sets the same three columns to values of its own,
     so the last one decides; inserting every round before updating any changes neither."""
+    if any(sql is _STATUS for sql, _ in statements):
+        return False  # a cancel in the batch (rare): in order
     inserted = {row[0] for sql, row in statements if sql is _INSERT}
     seen: set[str] = set()
     for sql, row in statements:
@@ -178,29 +203,50 @@ def _is_opened(event: Any) -> bool:
     return isinstance(event, Round.Opened)
 
 
+def _with_status(view: str, status: str) -> dict[str, Any]:
+    """The stored view answered with the row's status (a cancel changes only that)."""
+    answer = json.loads(view)
+    answer["status"] = status
+    return answer
+
+
 def list_rounds(
-    db: Any, operator_id: str, player: str, limit: int, cursor: int | None
+    db: Any,
+    operator_id: str,
+    player: str | None,
+    limit: int,
+    cursor: int | None,
+    status: str | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
-    """Newest first; ``cursor`` is the position to continue below."""
+    """Newest first; ``cursor`` is the position to continue below. ``status`` filters (one
+    of ``STATUSES``); without ``player``, the operator's rounds in ``status``."""
+    where, params = ["operator_id = ?"], [operator_id]
+    if player is not None:
+        where.append("player_external_id = ?")
+        params.append(player)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    else:
+        where.append("status IN ('settled', 'voided', 'held', 'cancelled')")
     with db.transaction() as cur:
         cur.execute(
-            "SELECT position, view FROM round_history WHERE operator_id = ? "
-            "AND player_external_id = ? AND status IN ('settled', 'voided') AND position < ? "
-            "ORDER BY position DESC LIMIT ?",
-            (operator_id, player, cursor if cursor is not None else 2**62, limit + 1),
+            f"SELECT position, status, view FROM round_history WHERE {' AND '.join(where)} "  # noqa: S608
+            "AND position < ? ORDER BY position DESC LIMIT ?",
+            (*params, cursor if cursor is not None else 2**62, limit + 1),
         )
         rows = cur.fetchall()
     page = rows[:limit]
     next_cursor = page[-1][0] if len(rows) > limit else None
-    return [json.loads(view) for _, view in page], next_cursor
+    return [_with_status(view, status) for _, status, view in page], next_cursor
 
 
 def get_round(db: Any, operator_id: str, public_id: str) -> dict[str, Any] | None:
     with db.transaction() as cur:
         cur.execute(
-            "SELECT view FROM round_history WHERE operator_id = ? AND public_id = ? "
-            "AND status IN ('settled', 'voided')",
+            "SELECT status, view FROM round_history WHERE operator_id = ? AND public_id = ? "
+            "AND status IN ('settled', 'voided', 'held', 'cancelled')",
             (operator_id, public_id),
         )
         row = cur.fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else _with_status(row[1], row[0])

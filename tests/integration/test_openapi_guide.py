@@ -113,13 +113,19 @@ def test_it_is_valid_openapi_3_1_with_the_round_settled_webhook(
 ) -> None:
     assert document["openapi"] == "3.1.0"
     validate_openapi(document)  # raises on any error
-    assert list(document["webhooks"]) == ["round_settled"]
+    assert list(document["webhooks"]) == ["round_settled", "round_cancelled"]
     hook = document["webhooks"]["round_settled"]["post"]
     assert body_schema(hook) == {"$ref": "#/components/schemas/RoundSettledWebhook"}
     assert [p["name"] for p in hook["parameters"]] == ["X-Timestamp", "X-Signature"]
     assert hook["security"] == [{"outboundHmac": []}]
     for words in ("de-duplicate by `id`", "outbound_secret", "72 h"):
         assert words in hook["description"]
+    cancelled = document["webhooks"]["round_cancelled"]["post"]
+    assert body_schema(cancelled) == {"$ref": "#/components/schemas/RoundCancelledWebhook"}
+    assert cancelled["operationId"] == "roundCancelledWebhook"
+    assert cancelled["parameters"] == hook["parameters"]
+    for words in ("de-duplicate by `id`", "`round_settled`", "creditedMinor"):
+        assert words in cancelled["description"]
     overview = document["info"]["description"]
     for words in ("X-Key-Id", "X-Timestamp", "X-Signature", "clientActionId", "OUTCOME_UNKNOWN"):
         assert words in overview
@@ -130,8 +136,8 @@ def test_no_operation_parameter_response_schema_or_field_lacks_words(
 ) -> None:
     undescribed: list[str] = []
     ops = operations(document)
-    hook = document["webhooks"]["round_settled"]["post"]
-    for label, operation in [*ops.items(), ("webhook round_settled", hook)]:
+    hooks = [(f"webhook {k}", v["post"]) for k, v in document["webhooks"].items()]
+    for label, operation in [*ops.items(), *hooks]:
         for part in ("summary", "description", "operationId"):
             if not operation.get(part):
                 undescribed.append(f"{label} {part}")
@@ -155,7 +161,7 @@ def test_no_operation_parameter_response_schema_or_field_lacks_words(
     assert undescribed == []
     ids = Counter(operation["operationId"] for operation in ops.values())
     assert [i for i, n in ids.items() if n > 1] == []
-    assert len(ops) == 29
+    assert len(ops) == 30
     assert len({key.split(" ", 1)[0] + " " + key.split("/", 3)[3] for key in ops}) == len(
         OPERATIONS
     )
@@ -186,7 +192,7 @@ def test_each_operation_lists_the_statuses_of_the_codes_it_can_answer(
     assert statuses["POST /api/s2s/upgrader/play"] == [
         *["401", "403", "409", "413", "422", "429", "503"]
     ]
-    assert len({tuple(s) for s in statuses.values()}) == 12  # not the same list everywhere
+    assert len({tuple(s) for s in statuses.values()}) == 13  # not the same list everywhere
     assert ops["POST /api/s2s/upgrader/play"]["x-error-codes"][:3] == [
         *["MISSING_HEADERS", "INVALID_SIGNATURE", "TIMESTAMP_SKEW"]
     ]
@@ -234,7 +240,7 @@ def test_the_statuses_are_those_the_code_answers_with() -> None:
     assert wallet_refusal("INSUFFICIENT_FUNDS", "debit")[:2] == ("INSUFFICIENT_FUNDS", 422)
     assert wallet_refusal("LIMIT_REACHED", "credit")[1] == status_of(WALLET_CODE) == 422
     assert status_of("PLAYER_BLOCKED") == 403 and status_of("INSUFFICIENT_FUNDS") == 422
-    assert len(raised) == 28  # the scan finds every raise site
+    assert len(raised) == 29  # the scan finds every raise site
 
 
 def test_the_hmac_envelope_is_three_headers_required_together(
@@ -297,14 +303,15 @@ def test_every_example_is_valid_against_its_schema(document: dict[str, Any]) -> 
                 if status != "200" and not code_is_listed(operation, status, example["value"]):
                     problems.append(f"{label} {status} {name}: code not listed")
                 checked["answers"] += 1
-    hook = document["webhooks"]["round_settled"]["post"]
-    for name, example in hook["requestBody"]["content"]["application/json"]["examples"].items():
-        problems += [
-            f"webhook {name}: {e}" for e in errors(document, body_schema(hook), example["value"])
-        ]
-        checked["webhooks"] += 1
+    for kind, item in document["webhooks"].items():
+        hook = item["post"]
+        media = hook["requestBody"]["content"]["application/json"]
+        for name, example in media["examples"].items():
+            found = errors(document, body_schema(hook), example["value"])
+            problems += [f"webhook {kind} {name}: {e}" for e in found]
+            checked["webhooks"] += 1
     assert problems == []
-    assert checked == {"parameters": 33, "bodies": 18, "answers": 43, "webhooks": 1}
+    assert checked == {"parameters": 34, "bodies": 21, "answers": 47, "webhooks": 2}
 
 
 def shape(value: Any) -> Any:

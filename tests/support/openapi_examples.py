@@ -2,14 +2,15 @@
 
 ``collect`` plays one scenario through the real app (real HTTP, a real store) against the
 reference wallet on loopback: every operation of the platform API once or more, a few
-refusals, and the ``round_settled`` webhook the reference receiver got. It returns what
+refusals, and the ``round_settled`` and ``round_cancelled`` webhooks the reference receiver
+got. It returns what
 ``src/api/openapi_examples.json`` holds::
 
     {"operations": {"POST /api/s2s/upgrader/play": {
         "parameters": {name: value},          # query and path parameters as sent
         "requestBody": {example name: body},  # as sent
         "responses": {"200": {example name: answer}, "422": {...}}}},
-     "webhooks": {"round_settled": {example name: body}}}
+     "webhooks": {"round_settled": {example name: body}, "round_cancelled": {...}}}
 
 ``tests/integration/test_openapi_guide.py`` runs ``collect`` again on SQLite and
 PostgreSQL and checks that the checked-in file has the same shape as today's answers
@@ -145,6 +146,52 @@ def _items_play(rec: Recorder, api: str, stake: int, prefix: str) -> None:
             rec.call("POST", f"/api/{api}/upgrader/play-with-items", body=body)
             return
     raise AssertionError("no prize for a stake of one item at any preset")
+
+
+def _cancels(rec: Recorder, wallet: ThreadedWalletServer) -> str:
+    """A cancel accepted, one whose credit the wallet refuses (the round stays held, listed
+    by ``?status=held``) and one of a round whose item was cashed back; the publicId of
+    the cancelled round."""
+    template = "/api/s2s/rounds/{public_id}/cancel"
+    public_ids = []
+    for n in range(2):
+        won = _play_until_win(rec, "/api/s2s/upgrader/play", PLAYER, f"to-cancel-{n}")
+        public_ids.append(won["round"]["publicId"])
+    rec.call(
+        "POST",
+        f"/api/s2s/rounds/{public_ids[0]}/cancel",
+        template=template,
+        path_params={"public_id": public_ids[0]},
+        body={"playerExternalId": PLAYER, "clientActionId": "cancel-1", "reason": "game fault"},
+    )
+    wallet.faults.configure(refuse_with="LIMIT_REACHED", only_types={"wallet.credit"}, times=1)
+    try:
+        rec.call(
+            "POST",
+            f"/api/s2s/rounds/{public_ids[1]}/cancel",
+            template=template,
+            name="credit refused: the round stays held",
+            body={"playerExternalId": PLAYER, "clientActionId": "cancel-2"},
+            expect=422,
+        )
+    finally:
+        wallet.faults.configure()
+    rec.call("GET", "/api/s2s/rounds", name="the held rounds", params={"status": "held"})
+    cashed = rec.call(
+        "GET",
+        "/api/s2s/inventory",
+        params={"playerExternalId": PLAYER, "state": "cashed_back"},
+        record=False,
+    )["items"][0]["roundPublicId"]
+    rec.call(
+        "POST",
+        f"/api/s2s/rounds/{cashed}/cancel",
+        template=template,
+        name="its item was cashed back",
+        body={"playerExternalId": PLAYER, "clientActionId": "cancel-3"},
+        expect=422,
+    )
+    return public_ids[0]
 
 
 def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
@@ -285,6 +332,7 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
             "address": {**address, "postcode": "N1 1AA", "country": "GB"},
         },
     )
+    cancelled = _cancels(rec, wallet)
     rec.call(
         "GET", "/api/s2s/inventory", params={"playerExternalId": PLAYER, "state": "unresolved"}
     )
@@ -319,9 +367,20 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
         ],
         what="the round_settled webhook of the first win",
     )
+    cancel_hooks = wait_until(
+        lambda: [
+            h
+            for h in wallet.ledger.received_webhooks
+            if h["type"] == "round_cancelled" and h["data"]["round"]["publicId"] == cancelled
+        ],
+        what="the round_cancelled webhook",
+    )
     return {
         "operations": dict(sorted(rec.operations.items())),
-        "webhooks": {"round_settled": {"a win": hooks[0]}},
+        "webhooks": {
+            "round_settled": {"a win": hooks[0]},
+            "round_cancelled": {"a cancel": cancel_hooks[0]},
+        },
     }
 
 

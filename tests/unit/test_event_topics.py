@@ -28,6 +28,7 @@ from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.inventory import InventoryItem
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
+from domain.round_cancel import RoundCancel
 from tests.golden.snapshot import EXPECTED_FILE
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -45,6 +46,14 @@ PINNED: dict[str, type] = {
     "domain.round:Round.WagerDebited": Round.WagerDebited,
     "domain.round:Round.RoundSettled": Round.RoundSettled,
     "domain.round:Round.RoundVoided": Round.RoundVoided,
+    "domain.round:Round.RoundHeld": Round.RoundHeld,
+    "domain.round:Round.CancelCreditAttempted": Round.CancelCreditAttempted,
+    "domain.round:Round.CancelCreditUncertain": Round.CancelCreditUncertain,
+    "domain.round:Round.CancelCreditRefused": Round.CancelCreditRefused,
+    "domain.round:Round.RoundCancelled": Round.RoundCancelled,
+    "domain.round_cancel:RoundCancel": RoundCancel,
+    "domain.round_cancel:RoundCancel.Created": RoundCancel.Created,
+    "domain.round_cancel:RoundCancel.CancelRequested": RoundCancel.CancelRequested,
     "domain.player_fairness:PlayerFairness": PlayerFairness,
     "domain.player_fairness:PlayerFairness.Created": PlayerFairness.Created,
     "domain.player_fairness:PlayerFairness.SeedPairStarted": PlayerFairness.SeedPairStarted,
@@ -59,6 +68,7 @@ PINNED: dict[str, type] = {
     "domain.inventory:InventoryItem.ItemCashedBack": InventoryItem.ItemCashedBack,
     "domain.inventory:InventoryItem.ItemShippingRequested": InventoryItem.ItemShippingRequested,
     "domain.inventory:InventoryItem.ItemShipped": InventoryItem.ItemShipped,
+    "domain.inventory:InventoryItem.ItemCancelled": InventoryItem.ItemCancelled,
     "domain.cashout:Cashout": Cashout,
     "domain.cashout:Cashout.Created": Cashout.Created,
     "domain.cashout:Cashout.CashoutRequested": Cashout.CashoutRequested,
@@ -98,6 +108,7 @@ AGGREGATES = [cls for cls in PINNED.values() if issubclass(cls, Aggregate)]
 # the event that creates each aggregate (its ``__init__``'s)
 CREATED_BY = {
     Round: "domain.round:Round.Opened",
+    RoundCancel: "domain.round_cancel:RoundCancel.CancelRequested",
     PlayerFairness: "domain.player_fairness:PlayerFairness.SeedPairStarted",
     InventoryItem: "domain.inventory:InventoryItem.ItemGranted",
     Cashout: "domain.cashout:Cashout.CashoutRequested",
@@ -180,6 +191,7 @@ assert old not in sys.modules, "the old module path was imported"
 KEY = {"operator_id": "o", "player_external_id": "p", "client_action_id": "a"}
 MAKE = {
     "Round": lambda c: c(dict(KEY)),
+    "RoundCancel": lambda c: c(dict(KEY)),
     "PlayerFairness": lambda c: c("o", "p", "hash", "seed", 1.0),
     "InventoryItem": lambda c: c({"inventory_item_id": 7}),
     "Cashout": lambda c: c(dict(KEY)),

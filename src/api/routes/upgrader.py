@@ -37,7 +37,7 @@ from application.games.upgrader.play_balance import PlayBalance
 from application.games.upgrader.quote import Quote, operator_for_mode, quote, upgrader_settings
 from application.store.calls import in_store, in_store_write
 from domain.signing import HEADER_SIGNATURE
-from projections.rounds import get_round, list_rounds
+from projections.rounds import STATUSES, get_round, list_rounds
 
 # The guard counts the play against the player's plays per second (with the key's or
 # the session's hit, in one statement).
@@ -56,6 +56,16 @@ PlayerQuery = Annotated[
     QueryParameter(
         name="playerExternalId", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$"
     ),  # as the body field: printable ASCII
+]
+OptionalPlayer = Annotated[
+    str | None,
+    QueryParameter(
+        name="playerExternalId", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$"
+    ),
+]
+# Checked in rounds_page (VALIDATION_ERROR naming the field); documented here.
+RoundStatus = Annotated[
+    str | None, QueryParameter(name="status", schema_extra={"enum": list(STATUSES)})
 ]
 Limit = Annotated[int, QueryParameter(ge=1, le=100)]
 # Checked in rounds_page (VALIDATION_ERROR naming the field); documented here.
@@ -117,15 +127,26 @@ async def play(runtime: Services, operator_id: str, player: str, body: PlayBody)
 
 
 def rounds_page(
-    runtime: Services, operator_id: str, player: str, limit: int, cursor: str | None
+    runtime: Services,
+    operator_id: str,
+    player: str | None,
+    limit: int,
+    cursor: str | None,
+    status: str | None = None,
 ) -> dict[str, Any]:
+    """A page of the player's rounds (``status`` filters), or with ``status`` and no
+    player the operator's rounds in that status (``?status=held``: decisions §11)."""
+    if status is not None and status not in STATUSES:
+        raise validation_error(f"status: one of {', '.join(STATUSES)}")
+    if player is None and status is None:
+        raise validation_error("playerExternalId: required unless status is given")
     # ASCII digits only (str.isdigit() also takes e.g. "²", which int() refuses), and at
     # most 18 of them so the value fits a BIGINT position on every store.
     if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
         raise validation_error("cursor: not a cursor this API issued")
     runtime.read_model("round_history")
     rounds, next_cursor = list_rounds(
-        runtime.platform.db, operator_id, player, limit, int(cursor) if cursor else None
+        runtime.platform.db, operator_id, player, limit, int(cursor) if cursor else None, status
     )
     return {"rounds": rounds, "nextCursor": None if next_cursor is None else str(next_cursor)}
 
@@ -171,12 +192,15 @@ class S2SUpgraderController(S2SController):
         self,
         request: Request,
         state: State,
-        player: PlayerQuery,
+        player: OptionalPlayer = None,
         limit: Limit = 20,
         cursor: Cursor = None,
+        round_status: RoundStatus = None,
     ) -> RoundsPage:
         operator_id = request.state.operator_id
-        return await in_store(rounds_page, runtime_of(state), operator_id, player, limit, cursor)
+        return await in_store(
+            rounds_page, runtime_of(state), operator_id, player, limit, cursor, round_status
+        )
 
     @get("/rounds/{public_id:str}", responses=ERROR_RESPONSES)
     async def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
@@ -231,9 +255,12 @@ class PlayerUpgraderController(PlayerController):
         state: State,
         limit: Limit = 20,
         cursor: Cursor = None,
+        round_status: RoundStatus = None,
     ) -> RoundsPage:
         operator_id, player = who(request)
-        return await in_store(rounds_page, runtime_of(state), operator_id, player, limit, cursor)
+        return await in_store(
+            rounds_page, runtime_of(state), operator_id, player, limit, cursor, round_status
+        )
 
     @get("/fairness", responses=ERROR_RESPONSES)
     async def fairness(self, request: Request, state: State) -> FairnessAnswer:

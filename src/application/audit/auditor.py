@@ -18,7 +18,10 @@ For every round (decisions §2-§6):
   matches one settled round; the revealed server seed (``SeedRotated``) hashes to the
   committed hash and recomputes every roll of its pair. Rounds of a pair not yet revealed
   are counted as committed, not verified;
-* items: no item consumed, cashed back or shipped twice (or moved while resolved);
+* items: no item consumed, cashed back, shipped or cancelled twice (or moved while
+  resolved);
+* cancels (``cancels.py``): a held round was a settled balance-mode round, its items all
+  cancelled with it, its bet credited back at most once, and cancelled only then;
 * the log itself: aggregate versions contiguous, and the hash chain (``event_chain``)
   recomputed, naming the first changed, deleted or inserted event.
 
@@ -37,6 +40,7 @@ from typing import Any
 
 from eventsourcing.application import Application
 
+from application.audit.cancels import CancelChecks
 from application.audit.config import ProfileSnapshot, catalog_item
 from application.audit.fairness import FairnessChecks
 from application.audit.items import ItemChecks
@@ -55,7 +59,7 @@ from domain.upgrader_checks import chance_refusal, game_refusal, mode_refusal, w
 from domain.upgrader_rules import target_band
 
 
-class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
+class Auditor(MoneyChecks, FairnessChecks, ItemChecks, CancelChecks):
     def _event_handlers(self) -> dict[type, Callable[[Any, int], None]]:
         return {
             Round.Opened: self._opened,
@@ -66,6 +70,12 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
             Round.WagerDebited: self._debited,
             Round.RoundVoided: self._voided,
             Round.RoundSettled: self._settled,
+            Round.RoundHeld: self._round_held,
+            Round.CancelCreditAttempted: self._cancel_attempted,
+            Round.CancelCreditUncertain: self._cancel_uncertain,
+            Round.CancelCreditRefused: self._cancel_refused,
+            Round.RoundCancelled: self._round_cancelled,
+            InventoryItem.ItemCancelled: self._item_cancelled,
             PlayerFairness.SeedPairStarted: self._pair_started,
             PlayerFairness.NonceUsed: self._nonce_used,
             PlayerFairness.SeedRotated: self._seed_rotated,
@@ -319,6 +329,10 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
                 report.rounds_settled += 1
             elif r.status == "voided":
                 report.rounds_voided += 1
+            elif r.status in ("held", "cancelled"):
+                report.rounds_held += r.status == "held"
+                report.rounds_cancelled += r.status == "cancelled"
+                self._finish_cancel(r)
             else:
                 report.rounds_open += 1
             for attempt, entry in sorted(r.attempts.items()):
@@ -336,7 +350,7 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks):
                     report.escalated_rollbacks.append(listed)
                 else:
                     report.open_rollbacks.append(listed)
-            if r.status != "settled":
+            if r.status not in ("settled", "held", "cancelled"):
                 continue
             if r.nonce_uses == 0:
                 self._round(r, "nonce", "no NonceUsed event records the round's nonce")

@@ -20,7 +20,7 @@ from application.audit.report import AuditReport, AuditScope, Violation
 from domain.config_history import CatalogItemRecord, OperatorProfile
 from domain.ids import round_public_id
 
-RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped")
+RESOLVED = ("consumed", "cashed_back", "shipping_requested", "shipped", "cancelled")
 # what a finished round keeps for the checks of later events (grants, nonces, rollbacks)
 OPENING_KEPT = (
     "public_id",
@@ -49,6 +49,9 @@ class _Round:
     grants: int = 0
     stake_ids: set[int] = field(default_factory=set)
     consumed: set[int] = field(default_factory=set)
+    # the cancel (decisions §11): its credit attempts, and the items cancelled with it
+    cancel_attempts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    items_cancelled: int = 0
 
     @property
     def public_id(self) -> str:

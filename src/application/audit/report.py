@@ -26,6 +26,8 @@ class AuditReport:
     rounds_settled: int = 0
     rounds_voided: int = 0
     rounds_open: int = 0
+    rounds_held: int = 0
+    rounds_cancelled: int = 0
     fairness_verified: int = 0
     fairness_committed: int = 0
     events_replayed: int = 0
@@ -33,6 +35,8 @@ class AuditReport:
     cashouts_checked: int = 0
     open_rollbacks: list[dict[str, Any]] = field(default_factory=list)
     escalated_rollbacks: list[dict[str, Any]] = field(default_factory=list)
+    open_cancel_credits: list[dict[str, Any]] = field(default_factory=list)
+    held_rounds: list[dict[str, Any]] = field(default_factory=list)  # credit refused
     violations: list[Violation] = field(default_factory=list)
     chain: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -48,6 +52,8 @@ class AuditReport:
             "roundsSettled": self.rounds_settled,
             "roundsVoided": self.rounds_voided,
             "roundsOpen": self.rounds_open,
+            "roundsHeld": self.rounds_held,
+            "roundsCancelled": self.rounds_cancelled,
             "fairnessVerified": self.fairness_verified,
             "fairnessCommitted": self.fairness_committed,
             "eventsReplayed": self.events_replayed,
@@ -55,6 +61,8 @@ class AuditReport:
             "cashoutsChecked": self.cashouts_checked,
             "openRollbacks": self.open_rollbacks,
             "escalatedRollbacks": self.escalated_rollbacks,
+            "openCancelCredits": self.open_cancel_credits,
+            "heldRounds": self.held_rounds,
             "chain": self.chain,
             "seconds": round(self.seconds, 3),
             "violations": [v.as_json() for v in self.violations],

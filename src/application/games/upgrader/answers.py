@@ -87,6 +87,11 @@ def play_answer(opening: UpgraderOpening, settlement: UpgraderSettlement) -> dic
     return answer
 
 
+def round_view(round_: Round) -> dict[str, Any]:
+    """A settled round as its history shows it (the cancel's answers, decisions §11)."""
+    return round_wire(UpgraderOpening.of(round_.opening), UpgraderSettlement.of(round_.settlement))
+
+
 def recorded_answer(round_: Round) -> dict[str, Any]:
     """The play answer of a settled round, from its recorded opening and settlement."""
     return play_answer(UpgraderOpening.of(round_.opening), UpgraderSettlement.of(round_.settlement))
