@@ -46,28 +46,32 @@ def _print_table(title: str, columns: list[str], rows: list[list[Any]], as_json:
     Console(file=sys.stdout).print(table)
 
 
+# What the wallet has not confirmed: debits, cash-back credits, held rounds' cancel credits.
+PENDING = (
+    "SELECT 'debit', a.debit_key, a.amount_minor, a.currency, a.state, a.escalated, "  # noqa: S608
+    "COALESCE(r.tries, 0), r.next_try_at, r.last_error, a.attempted_at "
+    "FROM wallet_debit_attempts a LEFT JOIN wallet_retries r "
+    "ON r.debit_key = a.debit_key WHERE a.state IN ('in_flight', 'uncertain') "
+    "UNION ALL "
+    "SELECT 'credit', c.credit_key, c.amount_minor, c.currency, c.state, 0, "
+    "COALESCE(r.tries, 0), r.next_try_at, r.last_error, c.attempted_at "
+    "FROM wallet_credit_attempts c LEFT JOIN wallet_retries r "
+    "ON r.debit_key = c.credit_key WHERE c.state IN ('in_flight', 'uncertain') "
+    "UNION ALL "
+    "SELECT 'cancel', h.credit_key, h.amount_minor, h.currency, h.state, 0, "
+    "COALESCE(r.tries, 0), r.next_try_at, COALESCE(r.last_error, h.error_code), "
+    f"h.attempted_at FROM ({HELD_ROUNDS}) h LEFT JOIN wallet_retries r "
+    "ON r.debit_key = h.credit_key "
+    "ORDER BY 10"
+)
+
+
 def pending_wallet_operations(runtime: Any) -> list[list[Any]]:
     runtime.runner.catch_up("wallet_debit_attempts")
     runtime.runner.catch_up("wallet_credit_attempts")
     runtime.runner.catch_up("wallet_cancel_credits")
     with runtime.platform.db.transaction() as cur:
-        cur.execute(
-            "SELECT 'debit', a.debit_key, a.amount_minor, a.currency, a.state, a.escalated, "  # noqa: S608
-            "COALESCE(r.tries, 0), r.next_try_at, r.last_error, a.attempted_at "
-            "FROM wallet_debit_attempts a LEFT JOIN wallet_retries r "
-            "ON r.debit_key = a.debit_key WHERE a.state IN ('in_flight', 'uncertain') "
-            "UNION ALL "
-            "SELECT 'credit', c.credit_key, c.amount_minor, c.currency, c.state, 0, "
-            "COALESCE(r.tries, 0), r.next_try_at, r.last_error, c.attempted_at "
-            "FROM wallet_credit_attempts c LEFT JOIN wallet_retries r "
-            "ON r.debit_key = c.credit_key WHERE c.state IN ('in_flight', 'uncertain') "
-            "UNION ALL "
-            "SELECT 'cancel', h.credit_key, h.amount_minor, h.currency, h.state, 0, "
-            "COALESCE(r.tries, 0), r.next_try_at, COALESCE(r.last_error, h.error_code), "
-            f"h.attempted_at FROM ({HELD_ROUNDS}) h LEFT JOIN wallet_retries r "
-            "ON r.debit_key = h.credit_key "
-            "ORDER BY 10"
-        )
+        cur.execute(PENDING)
         rows = cur.fetchall()
     return [
         [

@@ -210,6 +210,23 @@ def _with_status(view: str, status: str) -> dict[str, Any]:
     return answer
 
 
+# A page of rounds, newest first: a player's listed ones, a player's in one status, an
+# operator's in one status (``?status=held`` without a player).
+_PLAYER_PAGE = (
+    "SELECT position, status, view FROM round_history WHERE operator_id = ? "
+    "AND player_external_id = ? AND status IN ('settled', 'voided', 'held', 'cancelled') "
+    "AND position < ? ORDER BY position DESC LIMIT ?"
+)
+_PLAYER_STATUS_PAGE = (
+    "SELECT position, status, view FROM round_history WHERE operator_id = ? "
+    "AND player_external_id = ? AND status = ? AND position < ? ORDER BY position DESC LIMIT ?"
+)
+_STATUS_PAGE = (
+    "SELECT position, status, view FROM round_history WHERE operator_id = ? "
+    "AND status = ? AND position < ? ORDER BY position DESC LIMIT ?"
+)
+
+
 def list_rounds(
     db: Any,
     operator_id: str,
@@ -220,21 +237,15 @@ def list_rounds(
 ) -> tuple[list[dict[str, Any]], int | None]:
     """Newest first; ``cursor`` is the position to continue below. ``status`` filters (one
     of ``STATUSES``); without ``player``, the operator's rounds in ``status``."""
-    where, params = ["operator_id = ?"], [operator_id]
-    if player is not None:
-        where.append("player_external_id = ?")
-        params.append(player)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
+    if player is None:
+        assert status is not None
+        sql, params = _STATUS_PAGE, (operator_id, status)
+    elif status is None:
+        sql, params = _PLAYER_PAGE, (operator_id, player)
     else:
-        where.append("status IN ('settled', 'voided', 'held', 'cancelled')")
+        sql, params = _PLAYER_STATUS_PAGE, (operator_id, player, status)
     with db.transaction() as cur:
-        cur.execute(
-            f"SELECT position, status, view FROM round_history WHERE {' AND '.join(where)} "  # noqa: S608
-            "AND position < ? ORDER BY position DESC LIMIT ?",
-            (*params, cursor if cursor is not None else 2**62, limit + 1),
-        )
+        cur.execute(sql, (*params, cursor if cursor is not None else 2**62, limit + 1))
         rows = cur.fetchall()
     page = rows[:limit]
     next_cursor = page[-1][0] if len(rows) > limit else None

@@ -87,7 +87,8 @@ _ANSWERED = (
 # cancelled). A refused one waits for a new cancel; the others for the wallet.
 HELD_ROUNDS = (
     "SELECT c.credit_key, c.amount_minor, c.currency, c.state, c.error_code, c.attempted_at "
-    "FROM wallet_cancel_credits c WHERE c.state <> 'credited' AND NOT EXISTS ("
+    "FROM wallet_cancel_credits c WHERE c.state IN ('in_flight', 'uncertain', 'refused') "
+    "AND NOT EXISTS ("
     "SELECT 1 FROM wallet_cancel_credits n WHERE n.round_id = c.round_id "
     "AND n.attempt > c.attempt)"
 )

@@ -11,7 +11,8 @@ route of the OpenAPI document that they can reach:
   alice's inventory item ids;
 - ``carol``'s session and the session of op-b's ``alice`` on every player route.
 
-Each answer is what decisions §7-8 document (unknown round 404 ``NOT_FOUND``; items that
+Each answer is what decisions §7-8 and §11 document (unknown round 404 ``NOT_FOUND``, also
+for a cancel of another operator's or player's round; items that
 are not the player's 422 ``UPGRADER_ITEM_NOT_OWNED`` / ``ITEM_NOT_AVAILABLE``), never data:
 no body of any answer holds one of alice's round ids, item ids, seeds or her client seed;
 and afterwards alice's rounds, inventory and fairness are exactly as before. The routes
@@ -307,6 +308,17 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
             "GET /api/s2s/rounds/{public_id}", f"/api/s2s/rounds/{public_id}", **KEY_B
         )
         assert _error(foreign) == (404, "NOT_FOUND")
+        # a cancel of alice's round: by op-b naming its namesake, by op-a naming carol
+        cancel_route = "POST /api/s2s/rounds/{public_id}/cancel"
+        for player, key in ((VICTIM, KEY_B), (OTHER, {})):
+            body = {"playerExternalId": player, "clientActionId": f"cancel-{public_id}"}
+            cancel = seen.s2s(cancel_route, f"/api/s2s/rounds/{public_id}/cancel", body, **key)
+            assert _error(cancel) == (404, "NOT_FOUND"), cancel.text
+    # op-b's rounds in a status, no player named: its own only (a voided one, no settled)
+    settled = seen.s2s(
+        "GET /api/s2s/rounds", "/api/s2s/rounds", params={"status": "settled"}, **KEY_B
+    )
+    assert settled.json() == {"rounds": [], "nextCursor": None}
     fairness = seen.s2s("GET /api/s2s/fairness", "/api/s2s/fairness", params=who, **KEY_B)
     assert fairness.status_code == 200 and fairness.json()["revealed"] == []
     rotated = seen.s2s("POST /api/s2s/fairness/rotate", "/api/s2s/fairness/rotate", who, **KEY_B)

@@ -49,6 +49,7 @@ VALID = {
     "currency": "EUR",
     "locale": "en",
     "state": "unresolved",
+    "status": "settled",
 }
 NOT_CANONICAL = [
     "1e3",
@@ -238,7 +239,7 @@ def test_a_single_valued_query_parameter_sent_twice_is_refused(world: World) -> 
                     "VALIDATION_ERROR",
                     f"{name}: given more than once (one value expected)",
                 ), (path, name, answer.text)
-    assert len(covered) == 34, covered  # every single-valued query parameter of the document
+    assert len(covered) == 36, covered  # every single-valued query parameter of the document
     assert "/api/play/boxes/7/versions/3 currency" in covered
     assert "/api/s2s/upgrader/prizes playerExternalId" in covered
     assert world.state() == before
