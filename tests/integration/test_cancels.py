@@ -2,10 +2,11 @@
 the real reference wallet on loopback (its fault knobs make the refusals, exactly
 ``{accepted: false, errorCode}``, and the uncertain answers).
 
-After every test: the wallet's net debits equal the bets of the settled balance rounds
-(a cancelled round was settled and debited), its cancel credits are exactly one credit of
-each cancelled round's bet, its other credits the cash-backs the log records, nothing is
-left waiting for the wallet, and ``upgrader audit`` finds nothing.
+After every test (``checked_env``): the wallet's net debits equal the bets of the settled
+balance rounds (a cancelled round was settled and debited), its cancel credits are
+exactly one credit of each cancelled round's bet, its other credits the cash-backs the
+log records, nothing is left waiting for the wallet; and the audit of the whole log finds
+nothing and counts the cancelled rounds.
 """
 
 from __future__ import annotations
@@ -32,19 +33,13 @@ from tests.support.items import (
     PLAIN,
     T900,
     ItemsEnv,
-    credited_cashbacks,
+    checked_env,
     error_of,
     item_moves,
     post,
     win_items,
 )
-from tests.support.ledger import (
-    cancel_credits,
-    cancelled_balance_bets,
-    open_cancel_credits,
-    open_uncertain_attempts,
-    settled_balance_bets,
-)
+from tests.support.ledger import cancel_credits, open_cancel_credits
 from tests.support.waiting import wait_until
 
 PLAY = "/api/s2s/upgrader/play"
@@ -57,25 +52,26 @@ def cancel_path(public_id: str) -> str:
 
 @pytest.fixture
 def env(database_url: str, clock: ManualClock, wallet: ThreadedWalletServer) -> Iterator[ItemsEnv]:
-    with ItemsEnv(database_url, clock, wallet) as items_env:
+    """``checked_env`` (the money after the test, cancel credits included), then the
+    audit of the whole log: no violation, and the cancelled rounds counted."""
+    checked = checked_env(database_url, clock, wallet)
+    items_env = next(checked)
+    try:
         yield items_env
-        platform, ledger = items_env.platform, wallet.ledger
-        wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="rollbacks")
+        platform = items_env.platform
         wait_until(lambda: open_cancel_credits(platform) == 0, timeout=15, what="cancels")
-        cashbacks = credited_cashbacks(platform)
-        for operator in OPERATORS:
-            assert ledger.net_debits(operator) == settled_balance_bets(platform, operator)
-            cancels = cancel_credits(ledger, operator)
-            assert sum(cancels.values()) == cancelled_balance_bets(platform, operator)
-            assert ledger.net_credits(operator) == sum(cancels.values()) + cashbacks.get(
-                operator, 0
-            )
-        chain = ProjectionRunner(
+        runner = ProjectionRunner(
             platform.events, platform.db, [HashChain(platform.events.recorder)]
         )
-        chain.catch_up()
+        runner.catch_up()
         report = audit(platform.events, platform.db)
         assert report.violations == []
+        cancelled = sum(len(cancel_credits(wallet.ledger, op)) for op in OPERATORS)
+        assert (report.rounds_cancelled, report.open_cancel_credits) == (cancelled, [])
+        assert report.rounds_held == len(report.held_rounds)
+        next(checked, None)  # the money checks, then the platform stops
+    finally:
+        checked.close()  # stops the platform when a check above failed
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -159,6 +159,17 @@ def test_what_the_platform_sends_and_the_reference_wallet_answers_is_in_the_docu
     cashout = {"playerExternalId": "contract-1", "clientActionId": "c-1"}
     response = post(env.api, "/api/s2s/cashout", {**cashout, "inventoryItemIds": [item]})
     assert response.status_code == 200, response.text  # an accepted credit
+    (kept,) = win_items(env, "contract-1", PLAIN, 1, "again")
+    public_id = next(
+        i["roundPublicId"]
+        for i in env.api.s2s(
+            "GET", "/api/s2s/inventory", params={"playerExternalId": "contract-1"}
+        ).json()["items"]
+        if i["inventoryItemId"] == kept
+    )
+    cancel = {"playerExternalId": "contract-1", "clientActionId": "k-1"}
+    cancelled = post(env.api, f"/api/s2s/rounds/{public_id}/cancel", cancel)
+    assert cancelled.status_code == 200, cancelled.text  # a cancel credit (decisions 11)
     play = {"clientActionId": "p", "wagerMinor": 1000, "chanceBps": 5000, "targetItemId": 7}
     refused = post(env.api, "/api/s2s/upgrader/play", {"playerExternalId": "poor", **play})
     assert refused.json()["error"]["code"] == "INSUFFICIENT_FUNDS"  # a refusal + a read
@@ -182,6 +193,8 @@ def test_what_the_platform_sends_and_the_reference_wallet_answers_is_in_the_docu
         ("wallet.credit", True),
         ("wallet.rollback", True),
     }
+    reasons = {r.body["reason"] for r in requests if r.type == "wallet.credit"}
+    assert reasons == {"cashout", "cancel"}
 
 
 def test_what_wallet_check_sends_and_the_reference_wallet_answers_is_in_the_document(

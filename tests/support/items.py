@@ -31,7 +31,13 @@ from domain.ids import inventory_item_id
 from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from tests.support.config import make_config, raw_config
-from tests.support.ledger import open_uncertain_attempts, settled_balance_bets
+from tests.support.ledger import (
+    cancel_credits,
+    cancelled_balance_bets,
+    open_cancel_credits,
+    open_uncertain_attempts,
+    settled_balance_bets,
+)
 from tests.support.live import Api, LiveServer
 from tests.support.waiting import wait_until
 
@@ -185,17 +191,21 @@ def checked_env(
 ) -> Iterator[ItemsEnv]:
     """An ``ItemsEnv`` for one test (the body of an ``env`` fixture); after the test the
     money holds: for every operator the wallet's net debits equal the bets of settled
-    balance rounds, and its net credits both the ``creditedMinor`` of the cash-back
-    answers the test kept in ``env.credited`` and the cash-backs the log records."""
+    balance rounds, its cancel credits the bets of the cancelled ones (decisions §11),
+    and its other credits both the ``creditedMinor`` of the cash-back answers the test
+    kept in ``env.credited`` and the cash-backs the log records."""
     with ItemsEnv(database_url, clock, wallet) as items_env:
         yield items_env
         platform, ledger = items_env.platform, wallet.ledger
         wait_until(lambda: open_uncertain_attempts(platform) == 0, timeout=15, what="rollbacks")
+        wait_until(lambda: open_cancel_credits(platform) == 0, timeout=15, what="cancels")
         from_log = credited_cashbacks(platform)
         for operator in OPERATORS:
             assert ledger.net_debits(operator) == settled_balance_bets(platform, operator)
+            cancels = sum(cancel_credits(ledger, operator).values())
+            assert cancels == cancelled_balance_bets(platform, operator)
             answered = sum(v for (op, _, _), v in items_env.credited.items() if op == operator)
-            assert ledger.net_credits(operator) == answered == from_log.get(operator, 0)
+            assert ledger.net_credits(operator) - cancels == answered == from_log.get(operator, 0)
 
 
 # -- wire helpers ---------------------------------------------------------------------------

@@ -146,9 +146,10 @@ class DebitRequest(_Request, tag=DEBIT):
 
 class CreditRequest(_Request, tag=CREDIT):
     """`wallet.credit`: pay the player. A cash-back (`reason: cashout`) names the
-    inventory items it pays for; a cancel credit (`reason: cancel`, decisions 11; not sent
-    by this version) names the round. An unanswered credit is re-sent with the same key
-    until you answer."""
+    inventory items it pays for; a cancel credit (`reason: cancel`, decisions 11: a
+    cancelled round's bet, key `{roundId}:cancel:{attempt}`) names the round. An
+    unanswered credit is re-sent with the same key until you answer; a refused cancel
+    credit is tried again only by a new cancel, with the next key."""
 
     amountMinor: Amount
     idempotencyKey: IdempotencyKey
