@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -44,6 +45,7 @@ from tests.support.waiting import wait_until
 
 PLAY = "/api/s2s/upgrader/play"
 WALLET_TIMEOUT = 1.0  # wallet_timeout_seconds of the ItemsEnv platforms
+RACERS = 8
 
 
 def cancel_path(public_id: str) -> str:
@@ -491,3 +493,49 @@ def test_another_operators_or_players_round_is_not_found(
     too_long = {"playerExternalId": player, "clientActionId": "k", "reason": "x" * 201}
     assert error_of(post(env.api, cancel_path(public_id), too_long)) == (422, "VALIDATION_ERROR")
     assert json.loads(_round(env, public_id).content)["status"] == "settled"
+
+
+# -- races ----------------------------------------------------------------------------------------
+
+
+def test_racing_copies_and_racing_cancels_credit_once(
+    env: ItemsEnv, wallet: ThreadedWalletServer
+) -> None:
+    player = "cancel-race"
+    first, _ = _won_round(env, player, "w1")
+    second, _ = _won_round(env, player, "w2")
+    third, item = _won_round(env, player, "w3")
+    with ThreadPoolExecutor(max_workers=RACERS) as pool:
+        # copies of one action: one credit, every copy the same bytes
+        copies = list(
+            pool.map(lambda _: _cancel(env, first["publicId"], player, "same"), range(RACERS))
+        )
+        # different actions on one round: one cancels it, the others find it held or done
+        rivals = list(
+            pool.map(lambda n: _cancel(env, second["publicId"], player, f"r-{n}"), range(RACERS))
+        )
+        # a cancel against a cash-back of its item: exactly one of them takes the item
+        cash = {"playerExternalId": player, "clientActionId": "c-race", "inventoryItemIds": [item]}
+        raced = list(
+            pool.map(
+                lambda f: f(),
+                [
+                    lambda: _cancel(env, third["publicId"], player, "k-race"),
+                    lambda: post(env.api, "/api/s2s/cashout", cash),
+                ],
+            )
+        )
+    assert {(r.status_code, r.content) for r in copies} == {(200, copies[0].content)}
+    assert len(_credits(wallet, first["publicId"])) == 1
+    assert sorted(r.status_code for r in rivals) == [200] + [422] * (RACERS - 1)
+    assert {error_of(r) for r in rivals if r.status_code != 200} == {(422, "ROUND_NOT_CANCELLABLE")}
+    assert len(_credits(wallet, second["publicId"])) == 1
+    cancelled, cashed = raced
+    assert sorted([cancelled.status_code, cashed.status_code]) == [200, 422]
+    if cashed.status_code == 200:
+        env.credited[("op-a", player, "c-race")] = cashed.json()["creditedMinor"]
+        assert error_of(cancelled) == (422, "ROUND_NOT_CANCELLABLE")
+        assert _item(env, player, item)["state"] == "cashed_back"
+    else:
+        assert error_of(cashed) == (422, "ITEM_NOT_AVAILABLE")
+        assert _item(env, player, item)["state"] == "cancelled"
