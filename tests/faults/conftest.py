@@ -3,14 +3,18 @@ wallet and webhook receiver on loopback, and the invariants checked after every 
 
 After each scenario (``FaultStack.check``):
 
-(a) money: once no debit is in flight or owed a rollback and the wallet has answered every
-    call, the wallet's net debits equal the sum of ``betMinor`` over the settled
-    balance-mode rounds of the event log; key by key, the debits the wallet holds (applied
-    and not rolled back) are exactly the debits the log records as taken by a settled
-    round, and none of those was also rolled back;
+(a) money: once no debit is in flight or owed a rollback, no cancel credit waits for the
+    wallet, and the wallet has answered every call, the wallet's net debits equal the sum
+    of ``betMinor`` over the settled balance-mode rounds of the event log (a cancelled
+    round was settled and debited); key by key, the debits the wallet holds (applied and
+    not rolled back) are exactly the debits the log records as taken by a settled round,
+    and none of those was also rolled back; the wallet's cancel credits are exactly one
+    credit of each cancelled round's bet (decisions §11);
 (b) webhooks: every settled round's ``round_settled`` arrived once or more, always with
     the same ``id`` (the one derived from the round), nothing arrived for a round that
-    did not settle, and per player the first arrivals are in settle order.
+    did not settle, and per player the first arrivals are in settle order; every
+    cancelled round's ``round_cancelled`` arrived, under its own stable ``id``, after its
+    ``round_settled``, and none for a round that was not cancelled.
 
 A one-line summary per scenario (plays, debits, rollbacks, webhooks, seconds) is printed
 at the end of the run.
@@ -92,6 +96,8 @@ class LoggedRound:
     rolled_back_keys: set[str] = field(default_factory=set)
     status: str = "open"
     settled_position: int | None = None
+    cancel: str | None = None  # "held", then "cancelled" (the status stays "settled")
+    cancel_keys: dict[int, str] = field(default_factory=dict)
 
 
 def read_rounds(platform: Any, operator_id: str) -> dict[UUID, LoggedRound]:
@@ -132,6 +138,10 @@ def read_rounds(platform: Any, operator_id: str) -> dict[UUID, LoggedRound]:
                 found.status, found.settled_position = "settled", notification.id
             elif isinstance(event, Round.RoundVoided):
                 found.status = "voided"
+            elif isinstance(event, Round.RoundHeld | Round.RoundCancelled):
+                found.cancel = "held" if isinstance(event, Round.RoundHeld) else "cancelled"
+            elif isinstance(event, Round.CancelCreditAttempted):
+                found.cancel_keys[event.attempt] = event.idempotency_key
     return rounds
 
 
@@ -327,7 +337,7 @@ class FaultStack:
     # -- the invariants ------------------------------------------------------------------
 
     def check_money(self) -> dict[UUID, LoggedRound]:
-        from tests.support.ledger import settled_balance_bets
+        from tests.support.ledger import cancel_credits, settled_balance_bets
 
         self.wait_quiet()
         ledger = self.ledger
@@ -351,6 +361,14 @@ class FaultStack:
         assert sent <= attempted, f"debits the log never recorded: {sent - attempted}"
         for r in rounds.values():
             assert r.rolled_back_keys <= rolled_back, f"{r.public_id}: rollback not at wallet"
+        credited = cancel_credits(ledger, OPERATOR)
+        cancelled = {r.public_id: r for r in rounds.values() if r.cancel == "cancelled"}
+        assert sorted(key.split(":cancel:")[0] for key in credited) == sorted(cancelled), (
+            f"cancel credits {credited} for the cancelled rounds {sorted(cancelled)}"
+        )
+        for key, amount in credited.items():
+            r = cancelled[key.split(":cancel:")[0]]
+            assert amount == r.bet_minor and key in r.cancel_keys.values(), (key, r)
         return rounds
 
     def check_webhooks(
@@ -362,11 +380,14 @@ class FaultStack:
             (r for r in rounds.values() if r.status == "settled"),
             key=lambda r: r.settled_position or 0,
         )
+        from projections.outbox_cancels import cancel_webhook_id
+
         expected = {webhook_id(r.round_id): r for r in settled}
+        cancels = {cancel_webhook_id(r.round_id) for r in settled if r.cancel == "cancelled"}
         ledger = self.ledger
 
         def missing() -> set[str]:
-            return set(expected) - {w["id"] for w in list(ledger.received_webhooks)}
+            return (set(expected) | cancels) - {w["id"] for w in list(ledger.received_webhooks)}
 
         try:
             wait_until(lambda: not missing(), timeout, interval=0.2, what="every webhook")
@@ -378,7 +399,9 @@ class FaultStack:
                 f"{exc}; {len(missing())} of {len(expected)} missing, "
                 f"{self.undelivered()} not recorded as delivered"
             ) from None
-        received = list(ledger.received_webhooks)
+        everything = list(ledger.received_webhooks)
+        received = [h for h in everything if h["type"] != "round_cancelled"]
+        self.check_cancel_webhooks(rounds, everything)
         ids_of: defaultdict[str, set[str]] = defaultdict(set)
         first_arrivals: defaultdict[str, list[str]] = defaultdict(list)
         for hook in received:
@@ -405,6 +428,26 @@ class FaultStack:
             "duplicates": sum(n - 1 for n in copies.values()),
             "attempts": ledger.webhook_attempts,
         }
+
+    @staticmethod
+    def check_cancel_webhooks(rounds: dict[UUID, LoggedRound], received: list[dict]) -> None:
+        """Each cancelled round's ``round_cancelled``, after its ``round_settled``, under
+        the id derived from the round; none for another round (decisions §11)."""
+        from projections.outbox_cancels import cancel_webhook_id
+
+        cancelled = {r.public_id: r for r in rounds.values() if r.cancel == "cancelled"}
+        firsts: dict[tuple[str, str], int] = {}
+        for index, hook in enumerate(received):
+            key = (hook["type"], hook["data"]["round"]["publicId"])
+            firsts.setdefault(key, index)
+            if hook["type"] == "round_cancelled":
+                r = cancelled[key[1]]
+                assert hook["id"] == cancel_webhook_id(r.round_id), hook
+                assert hook["data"]["round"]["status"] == "cancelled"
+                assert hook["data"]["creditedMinor"] == r.bet_minor
+        assert {p for kind, p in firsts if kind == "round_cancelled"} == set(cancelled)
+        for public_id in cancelled:
+            assert firsts[("round_settled", public_id)] < firsts[("round_cancelled", public_id)]
 
     def check(self, plays: int, extra: str = "", timeout: float = WEBHOOK_TIMEOUT) -> None:
         """Both invariants, then the scenario's summary line."""
