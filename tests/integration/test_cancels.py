@@ -23,11 +23,14 @@ import pytest
 
 from application.audit.auditor import audit
 from application.clock import ManualClock, iso_utc
+from application.platform import Platform
 from entrypoints.cli_ops import pending_wallet_operations
 from entrypoints.runtime import Runtime
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.hash_chain import HashChain
 from projections.runner import ProjectionRunner
+from tests.integration.test_projection_batches import _check_every_way
+from tests.support.config import make_config
 from tests.support.items import (
     KEY_B,
     OPERATORS,
@@ -539,3 +542,54 @@ def test_racing_copies_and_racing_cancels_credit_once(
     else:
         assert error_of(cashed) == (422, "ITEM_NOT_AVAILABLE")
         assert _item(env, player, item)["state"] == "cancelled"
+
+
+# -- the read models ---------------------------------------------------------------------------
+
+
+def test_a_log_with_cancels_projects_to_the_same_rows_in_batches(
+    env: ItemsEnv, wallet: ThreadedWalletServer, clock: ManualClock
+) -> None:
+    """Accepted, refused-then-accepted and still-held cancels (of wins and of a loss):
+    every projection gives the same rows event by event, in batches of 500 and of 7
+    (a settle and its cancel now in one batch, now in two), racing, and rewound."""
+    player = "cancel-rows"
+    wins = [_won_round(env, player, f"w{n}")[0]["publicId"] for n in range(3)]
+    lost = _lost_round(env, player)["publicId"]
+    assert _cancel(env, wins[0], player, "k-0").status_code == 200
+    wallet.faults.configure(refuse_with="LIMIT_REACHED", only_types={"wallet.credit"}, times=2)
+    assert error_of(_cancel(env, wins[1], player, "k-1")) == (422, "LIMIT_REACHED")
+    assert error_of(_cancel(env, wins[2], player, "k-2")) == (422, "LIMIT_REACHED")
+    assert _cancel(env, wins[1], player, "k-3").status_code == 200
+    assert _cancel(env, lost, player, "k-4").status_code == 200
+    database_url, raw = env.database_url, env.raw
+    env.stop()  # no live projection loop while the runners below rewind the tables
+    platform = Platform(make_config(database_url, raw, wallet_url=wallet.url), clock=clock)
+    try:
+        rows = _check_every_way(platform)
+    finally:
+        platform.close()
+        env.start(raw)
+    statuses = {r[1]: r[5] for r in rows["round_history"] if r[1] in (*wins, lost)}
+    assert statuses == {
+        wins[0]: "cancelled",
+        wins[1]: "cancelled",
+        wins[2]: "held",
+        lost: "cancelled",
+    }
+    facts = {r[1] for r in rows["analytics_rounds"]}
+    assert wins[2] in facts and not facts & {wins[0], wins[1], lost}
+    flows = [r for r in rows["analytics_item_flows"] if r[6] == "cancelled"]
+    assert sorted(r[13] for r in flows) == sorted(wins)
+    credits = {r[0]: r[5] for r in rows["wallet_cancel_credits"]}
+    assert credits == {
+        f"{wins[0]}:cancel:1": "credited",
+        f"{wins[1]}:cancel:1": "refused",
+        f"{wins[1]}:cancel:2": "credited",
+        f"{wins[2]}:cancel:1": "refused",
+        f"{lost}:cancel:1": "credited",
+    }
+    hooks = [r for r in rows["webhook_outbox"] if r[1].endswith(":round_cancelled")]
+    assert sorted(json.loads(r[6])["data"]["round"]["publicId"] for r in hooks) == sorted(
+        [wins[0], wins[1], lost]
+    )
