@@ -58,7 +58,8 @@
     consumed: "staked",
     cashed_back: "cashed back",
     shipping_requested: "shipping requested",
-    shipped: "shipped"
+    shipped: "shipped",
+    cancelled: "taken back (round cancelled)"
   };
 
   /* ------------------------------------------------------------------ helpers */

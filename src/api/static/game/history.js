@@ -28,7 +28,9 @@
   ];
 
   var STATUS_WORDS = {
-    voided: ["not played", "Your casino refused the wager: nothing was charged."]
+    voided: ["not played", "Your casino refused the wager: nothing was charged."],
+    held: ["cancelled", "Your casino cancelled this round: the stake is being refunded."],
+    cancelled: ["cancelled", "Your casino cancelled this round and refunded the stake."]
   };
 
   function refreshHistory(older) {
