@@ -10,6 +10,7 @@ from typing import Annotated
 from msgspec import Meta
 
 from api.schemas import CurrencyOut, PlayerId, UpgraderConfigWire, Wire, words
+from application.games.boxes.round_answers import BoxOfRound
 
 ClientActionId = Annotated[
     str,
@@ -129,12 +130,14 @@ class FairnessWire(Wire):
     algorithm_key: Annotated[str, words('the roll algorithm, "hmac_sha256_v1"')]
 
 
-class RoundWire(Wire):
-    """An Upgrader round (interface 2.1). A voided round (the wallet refused the debit)
-    carries only publicId and status."""
+class RoundWire(Wire, omit_defaults=True):
+    """A round of any game: an Upgrader round (interface 2.1) or a box round (decisions
+    §10: ``game`` "boxes", ``box``, and no Upgrader fields). A voided round (the wallet
+    refused the debit) carries only publicId and status."""
 
     public_id: Annotated[str, words("the round's id, r_ and 32 hex digits")]
     status: Annotated[str, words('"settled", or "voided" when the wallet refused the debit')]
+    game: Annotated[str | None, words('the game: "boxes" for a box round')] = None
     mode: Annotated[
         str | None, words('"balance" (wager from the casino balance) or "items" (stake of items)')
     ] = None
@@ -157,6 +160,9 @@ class RoundWire(Wire):
         int | None, words("Nuggets awarded for a lost round with no-loss on; else 0")
     ] = None
     settled_at: Annotated[str | None, words("when the round settled (UTC ISO 8601)")] = None
+    box: Annotated[
+        BoxOfRound | None, words("a box round's box version and how many boxes it opened")
+    ] = None
 
 
 class UncreditedWire(Wire):
