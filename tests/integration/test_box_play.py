@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from fractions import Fraction
@@ -102,6 +103,7 @@ def platform(
         wallet_url=wallet.url,
         wallet_timeout_seconds=1,
         uncertain_debit_grace_seconds=30,
+        max_plays_in_flight=64,  # 20 copies of one purchase at once are all admitted
     )
     platform = Platform(config, clock=clock)
     platform.record_configuration()
@@ -347,3 +349,231 @@ def test_purchases_debit_the_price_and_grant_the_items_their_tickets_name(
     ]
     assert [h["type"] for h in hooks] == ["round_settled"] * 3
     assert {(h["operatorId"], h["playerExternalId"]) for h in hooks} == {(OP, player)}
+
+
+# -- refusals -------------------------------------------------------------------------------
+
+
+def test_every_check_answers_in_the_decisions_order_before_any_wallet_call(
+    api: Api, wallet: ThreadedWalletServer
+) -> None:
+    player = "checked"
+    wallet.ledger.fund(OP, player, "EUR", 1_000_000)
+    b = _body
+    cases: list[tuple[dict[str, Any], dict[str, str], int, str, str]] = [
+        # the body's shape, count within 1..max_boxes_per_round included
+        (b(player, "s-1", count=0), {}, 422, "VALIDATION_ERROR", "count"),
+        (b(player, "s-2", count=MAX_BOXES + 1), {}, 422, "VALIDATION_ERROR", "count"),
+        (b(player, "s-3", count=101), {}, 422, "VALIDATION_ERROR", "count"),
+        (b(player, "s-4", count="2"), {}, 422, "VALIDATION_ERROR", "count"),
+        (b(player, "s-5", count=1.0), {}, 422, "VALIDATION_ERROR", "count"),
+        (b(player, "s-6", boxId=0), {}, 422, "VALIDATION_ERROR", "boxId"),
+        (b(player, "s-7", boxVersionId=None), {}, 422, "VALIDATION_ERROR", "boxVersionId"),
+        (b(player, "s-8", extra=1), {}, 422, "VALIDATION_ERROR", "extra"),
+        ({"playerExternalId": player, "clientActionId": "s-9", "boxId": 50}, {}, 422,
+         "VALIDATION_ERROR", "boxVersionId"),
+        # then (the action being new) the game, the currency, the box, its version, its items
+        (b(player, "c-1"), KEY_OFF, 403, "GAME_DISABLED", "the game 'boxes'"),
+        (b(player, "c-2"), KEY_B, 403, "GAME_DISABLED", "the game 'boxes'"),
+        (b(player, "c-3", currency="GBP"), {}, 422, "UNSUPPORTED_CURRENCY", "'GBP'"),
+        (b(player, "c-4", boxId=99), {}, 404, "BOX_NOT_FOUND", "box 99 version 2 not found"),
+        (b(player, "c-5", boxVersionId=3), {}, 404, "BOX_NOT_FOUND", "box 50 version 3"),
+        (b(player, "c-6", boxVersionId=1), {}, 409, "BOX_VERSION_CHANGED", "now (2)"),
+        (b(player, "c-7", boxId=52, boxVersionId=1), {}, 409, "BOX_VERSION_CHANGED", "now"),
+        (b(player, "c-8", boxId=51, boxVersionId=1), {}, 422, "BOX_UNAVAILABLE", "box 51"),
+        # the first failing check answers
+        (b(player, "o-1", count=11, currency="GBP", boxId=99), KEY_OFF, 422, "VALIDATION_ERROR",
+         "count"),
+        (b(player, "o-2", currency="GBP", boxId=99), KEY_OFF, 403, "GAME_DISABLED", "boxes"),
+        (b(player, "o-3", currency="GBP", boxId=99), {}, 422, "UNSUPPORTED_CURRENCY", "GBP"),
+        (b(player, "o-4", boxVersionId=9, currency="USD"), {}, 404, "BOX_NOT_FOUND", "50"),
+        (b(player, "o-5", boxId=51, boxVersionId=2), {}, 404, "BOX_NOT_FOUND", "box 51"),
+    ]  # fmt: skip
+    for body, key, status, code, words in cases:
+        answer = _purchase(api, body, **key)
+        assert _error(answer) == (status, code), (body, answer.text)
+        assert words in answer.json()["error"]["message"], (body, answer.text)
+    changed = _purchase(api, _body(player, "c-6", boxVersionId=1)).json()
+    assert changed["currentBoxVersionId"] == 2
+    assert _purchase(api, _body(player, "c-7", boxId=52, boxVersionId=1)).json() == {
+        "error": {
+            "code": "BOX_VERSION_CHANGED",
+            "message": "box 52 version 1 is not the version offered now",
+        },
+        "currentBoxVersionId": None,
+    }
+    token, _ = _session(api, player)
+    assert _error(api.play("POST", OPEN, token, json=_body(None, "p-1", boxVersionId=1))) == (
+        409,
+        "BOX_VERSION_CHANGED",
+    )
+    assert _error(api.play("POST", OPEN, token, json=_body(player, "p-2"))) == (
+        422,
+        "VALIDATION_ERROR",  # the player API names no player
+    )
+    # no wallet call but session/init's balance read
+    assert [r.type for r in wallet.ledger.requests] == ["wallet.balance"]
+    assert api.s2s("GET", "/api/s2s/rounds", params={"playerExternalId": player}).json() == {
+        "rounds": [],
+        "nextCursor": None,
+    }
+    # a known action answers before the checks after the body: a copy of it with another
+    # body is a conflict, whatever that body would have failed
+    assert _purchase(api, _body(player, "done")).status_code == 200
+    assert _error(_purchase(api, _body(player, "done", currency="GBP"))) == (
+        409,
+        "IDEMPOTENCY_CONFLICT",
+    )
+    assert _error(_purchase(api, _body(player, "done", count=9))) == (422, "VALIDATION_ERROR")
+    assert len(_debits(wallet)) == 1
+
+
+# -- one action, one effect -------------------------------------------------------------------
+
+
+def test_copies_answer_the_same_bytes_and_one_debit_whatever_the_wallet_said(
+    api: Api, wallet: ThreadedWalletServer
+) -> None:
+    player = "copies"
+    wallet.ledger.fund(OP, player, "EUR", 100_000)
+    first = _purchase(api, _body(player, "a-1", count=2))
+    assert first.status_code == 200, first.text
+    token, _ = _session(api, player)
+    copies = [
+        _purchase(api, _body(player, "a-1", count=2)),
+        api.play("POST", OPEN, token, json=_body(None, "a-1", count=2)),  # the same player
+    ]
+    assert [c.content for c in copies] == [first.content] * 2
+    for other in (
+        _body(player, "a-1", count=3),
+        _body(player, "a-1", count=2, currency="USD"),
+        _body(player, "a-1", count=2, boxVersionId=1),
+        _body(player, "a-1", count=2, boxId=7, boxVersionId=3),
+    ):
+        assert _error(_purchase(api, other)) == (409, "IDEMPOTENCY_CONFLICT"), other
+    upgrader = {"playerExternalId": player, "clientActionId": "a-1", "wagerMinor": 1000}
+    upgrader.update(chanceBps=5000, targetItemId=7)  # one clientActionId across games
+    conflict = api.s2s("POST", "/api/s2s/upgrader/play", json.dumps(upgrader).encode())
+    assert _error(conflict) == (409, "IDEMPOTENCY_CONFLICT")
+    assert [d.body["amountMinor"] for d in _debits(wallet)] == [2470]
+
+    # 20 copies at once: one debit, one answer
+    wallet.faults.configure(stall_seconds=0.3, only_types={"wallet.debit"}, times=1)
+    results: list[httpx.Response | None] = [None] * 20
+    barrier = threading.Barrier(20)
+
+    def copy(index: int) -> None:
+        client = Api(str(api.http.base_url).rstrip("/"), api.clock)
+        barrier.wait()
+        results[index] = _purchase(client, _body(player, "race", count=MAX_BOXES))
+        client.close()
+
+    threads = [threading.Thread(target=copy, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert {r.status_code for r in results if r is not None} == {200}
+    assert len({r.content for r in results if r is not None}) == 1
+    race = results[0].json() if results[0] is not None else {}
+    assert len(race["wonItems"]) == MAX_BOXES
+    assert [d.body["amountMinor"] for d in _debits(wallet)] == [2470, MAX_BOXES * PRICE]
+    assert wallet.ledger.balance(OP, player, "EUR") == 100_000 - 2470 - MAX_BOXES * PRICE
+
+    # refused: voided with the wallet's code and an integer balance, its copy the same bytes
+    broke = _purchase(api, _body("broke", "b-1"))
+    assert broke.status_code == 422
+    voided = broke.json()["round"]
+    assert broke.json() == {
+        "error": {"code": "INSUFFICIENT_FUNDS", "message": "the wallet refused the debit"},
+        "round": {"publicId": voided["publicId"], "status": "voided"},
+        "balanceAfterMinor": 0,
+    }
+    assert _purchase(api, _body("broke", "b-1")).content == broke.content
+    wallet.ledger.fund(OP, "blocked", "EUR", 5000)
+    wallet.ledger.block(OP, "blocked")
+    blocked = _purchase(api, _body("blocked", "b-2"))
+    assert (_error(blocked), blocked.json()["balanceAfterMinor"]) == ((403, "PLAYER_BLOCKED"), 5000)
+    history = api.s2s("GET", "/api/s2s/rounds", params={"playerExternalId": "broke"}).json()
+    assert history["rounds"] == [voided]
+
+    # uncertain: 503 now, the debit rolled back; a retry plays with the next key
+    wallet.faults.configure(only_types={"wallet.debit"}, times=1, status_5xx=503)
+    unsure = _purchase(api, _body(player, "u-1"))
+    assert _error(unsure) == (503, "WALLET_UNAVAILABLE")
+    key = _debits(wallet)[-1].idempotency_key
+    wait_until(lambda: key in wallet.ledger.rolled_back_keys(OP), what="the rollback")
+    # until the platform has recorded the wallet's answer, a copy is 409 ACTION_IN_PROGRESS
+    tries: list[httpx.Response] = []
+
+    def retried() -> bool:
+        tries.append(_purchase(api, _body(player, "u-1")))
+        return tries[-1].status_code != 409
+
+    wait_until(retried, what="a retry past the recorded rollback")
+    *waiting, again = tries
+    assert {_error(w) for w in waiting} <= {(409, "ACTION_IN_PROGRESS")}
+    assert again.status_code == 200, again.text
+    public_id = again.json()["round"]["publicId"]
+    assert key == f"{public_id}:1"
+    assert _debits(wallet)[-1].idempotency_key == f"{public_id}:2"
+    assert _purchase(api, _body(player, "u-1")).content == again.content
+
+
+# -- launches -------------------------------------------------------------------------------
+
+
+def test_a_box_launch_boots_the_box_game_on_its_offered_version(api: Api) -> None:
+    launch = _launch(api, "p-1", {"boxId": 50})
+    assert launch.status_code == 200, launch.text
+    url = launch.json()["launchUrl"]
+    assert url.startswith("http://127.0.0.1:8000/game/boxes?launchToken=")
+    page = api.http.get("/game/boxes", params={"launchToken": launch.json()["launchToken"]})
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.content == api.http.get("/game/upgrader").content  # one app for both games
+    init = api.http.post(
+        "/api/play/session/init", json={"launchToken": launch.json()["launchToken"]}
+    )
+    assert init.status_code == 200, init.text
+    game = init.json()["game"]
+    token = init.json()["sessionToken"]
+    offered = api.play("GET", "/api/play/boxes/50/versions/2", token).json()
+    assert game == {"key": "boxes", "box": offered, "maxBoxesPerRound": MAX_BOXES}
+    assert (offered["priceMinor"], offered["currency"], offered["oddsHash"]) == (
+        PRICE,
+        "EUR",
+        ODDS_HASH,
+    )
+    upgrader = _launch(api, "p-1", {}, game="upgrader")
+    assert upgrader.json()["launchUrl"].startswith("http://127.0.0.1:8000/game/upgrader?")
+    init = api.http.post(
+        "/api/play/session/init", json={"launchToken": upgrader.json()["launchToken"]}
+    )
+    assert set(init.json()["game"]) == {"key", "config"}  # the Upgrader's answer as before
+    assert init.json()["game"]["key"] == "upgrader"
+
+    for target, status, code in [
+        ({}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"boxId": "50"}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"boxId": 50.0}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"boxId": True}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"boxId": 50, "boxVersionId": 2}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"box": 50}, 422, "LAUNCH_TARGET_INVALID"),
+        ({"boxId": 99}, 404, "BOX_NOT_FOUND"),
+        ({"boxId": 52}, 404, "BOX_NOT_FOUND"),  # no active version
+        ({"boxId": 2**80}, 404, "BOX_NOT_FOUND"),
+    ]:
+        assert _error(_launch(api, "p-1", target)) == (status, code), target
+    assert _launch(api, "p-1", {"boxId": 99}).json()["error"]["message"] == "box 99 not found"
+    # the game is checked first; an Upgrader launch still refuses a box
+    for key in (KEY_B, KEY_OFF):
+        assert _error(_launch(api, "p-1", {}, **key)) == (403, "GAME_DISABLED")
+    assert _error(_launch(api, "p-1", {"boxId": 50}, game="upgrader")) == (
+        422,
+        "LAUNCH_TARGET_INVALID",
+    )
+    # a box that is offered but holds an unavailable item launches; an open is refused
+    retro = _launch(api, "p-1", {"boxId": 51}).json()["launchToken"]
+    init = api.http.post("/api/play/session/init", json={"launchToken": retro})
+    assert init.json()["game"]["box"]["available"] is False
