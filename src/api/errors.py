@@ -20,9 +20,9 @@ from litestar.exceptions import (
 from litestar.openapi import ResponseSpec
 from msgspec import Meta
 
-from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
+from application.games.upgrader.views import RoundWire
 from application.store.calls import StoreOutcomeUnknown
 from application.store.sql import StoreUnavailable
 
@@ -51,6 +51,13 @@ class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
         Meta(
             description="on a wallet's refusal of a debit or a cash-back only: the balance "
             "the wallet reported (or read with wallet.balance), null when unknown"
+        ),
+    ] = None
+    current_box_version_id: Annotated[
+        int | None,
+        Meta(
+            description="on BOX_VERSION_CHANGED only: the box's version offered now, the one "
+            "to open (null when the box has no active version)"
         ),
     ] = None
 

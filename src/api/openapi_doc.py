@@ -55,11 +55,10 @@ from api.openapi_guide import (
     responses_of,
 )
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
-from api.schemas import Wire
-from api.schemas_boxes import BoxRoundSettledWebhook
-from api.schemas_upgrader import RoundSettledWebhook
 from application.games.boxes.answers import BoxesAnswer
-from application.games.boxes.round_answers import BoxOpenAnswer
+from application.games.boxes.round_answers import BoxRoundSettledWebhook
+from application.games.upgrader.views import RoundSettledWebhook
+from application.wire import Wire
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"
@@ -82,7 +81,7 @@ def _wire_structs() -> list[type]:
             if sub not in found:
                 found.append(sub)
                 pending.append(sub)
-    return [*found, ErrorBody, ErrorDetail, BoxesAnswer, BoxOpenAnswer]
+    return [*found, ErrorBody, ErrorDetail, BoxesAnswer]
 
 
 @cache

@@ -20,11 +20,15 @@ one transaction by the ``ProjectionRunner``, so exactly once):
     now and on every rebuild.
 
 The body is ``{id, type: "round_settled", createdAt, operatorId, playerExternalId,
-data}``; ``data`` is taken from the game's play answer over the same recorded opening and
-settlement (``application/games/registry.py``), so ``round`` and ``facts`` equal the play
-answer's: ``{round, wonItem, stake, facts}`` for the Upgrader (``stake`` is null in balance
-mode), ``{round, wonItems, facts}`` for a box round. ``createdAt`` is the settle time.
-Hence rebuilding the projection from the log gives byte-identical ``webhook_outbox`` rows.
+data}`` (``RoundSettledWebhook``, a box round's ``BoxRoundSettledWebhook``); ``data`` is
+rendered by the game's play answer builders over the same recorded opening and settlement
+(``application/games/registry.py``), so ``round`` and ``facts`` equal the play answer's:
+``{round, wonItem, stake, facts}`` for the Upgrader (``stake`` is null in balance mode),
+``{round, wonItems, facts}`` for a box round. ``createdAt`` is the settle time. Hence
+rebuilding the projection from the log gives byte-identical ``webhook_outbox`` rows (with
+the code of the rebuild: a row is never rewritten, so a body rendered before the views
+grew a field, such as ``round.game``, is sent as it was rendered; only ``upgrader
+projections rebuild webhook_outbox`` renders it anew).
 
 Delivery bookkeeping is operational, not derived from the log, and lives apart in
 ``webhook_deliveries`` (state ``pending`` | ``delivered`` | ``dead``, attempts, next
@@ -48,10 +52,11 @@ from operator import itemgetter
 from typing import Any
 from uuid import UUID, uuid5
 
+import msgspec
 from eventsourcing.utils import get_topic
 
 from application.clock import iso_utc
-from application.games.registry import webhook_data
+from application.games.registry import views_of
 from application.store.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round, RoundTerms
@@ -95,16 +100,17 @@ def webhook_id(round_id: UUID) -> str:
 def render_payload(hook_id: str, opening_text: str, settlement: dict[str, Any]) -> str:
     """The exact body (compact, ASCII JSON) for a settled round of any game, from its
     recorded opening (the stored JSON text) and settlement."""
+    views = views_of(opening_text)
     terms = RoundTerms.decode(opening_text)
-    body = {
-        "id": hook_id,
-        "type": WEBHOOK_TYPE,
-        "createdAt": iso_utc(settlement["settled_at"]),
-        "operatorId": terms.operator_id,
-        "playerExternalId": terms.player_external_id,
-        "data": webhook_data(opening_text, settlement),
-    }
-    return json.dumps(body, separators=(",", ":"))
+    body = views.webhook(
+        id=hook_id,
+        type=WEBHOOK_TYPE,
+        created_at=iso_utc(settlement["settled_at"]),
+        operator_id=terms.operator_id,
+        player_external_id=terms.player_external_id,
+        data=views.webhook_data(opening_text, settlement),
+    )
+    return json.dumps(msgspec.to_builtins(body), separators=(",", ":"))
 
 
 class WebhookOutbox:

@@ -7,11 +7,11 @@ settled round of that game renders, from the stored opening's JSON text and the
 settlement's dict:
 
 - ``round_view``: the round as history shows it (the play answer's ``round``);
-- ``play_answer``: the play answer, as plain JSON values;
-- ``webhook_keys``: the keys of the play answer that the webhook's ``data`` carries
-  (decisions §9: ``facts`` identical to the answer's). The Upgrader's ``data`` is
-  ``{round, wonItem, stake, facts}`` (``stake`` null in balance mode); a box round's
-  ``{round, wonItems, facts}``.
+- ``webhook_data``: the webhook's ``data``, from the play answer (decisions §9: ``round``
+  and ``facts`` identical to the answer's): ``{round, wonItem, stake, facts}`` for the
+  Upgrader (``stake`` null in balance mode), ``{round, wonItems, facts}`` for a box round;
+- ``webhook``: the struct of the webhook's whole body (the OpenAPI document's words);
+- ``answer``: the play answer of a settled round (what a copy of its action answers).
 
 A game adds its entry to ``GAMES``.
 """
@@ -25,32 +25,40 @@ from typing import Any
 import msgspec
 
 from application.games.boxes import round_answers as boxes
-from application.games.upgrader.answers import play_answer, round_wire
+from application.games.upgrader import answers as upgrader
+from application.games.upgrader.views import RoundSettledWebhook
+from application.wire import Wire
+from domain.round import Round
 from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
 
-View = Callable[[str, dict[str, Any]], dict[str, Any]]
+View = Callable[[str, dict[str, Any]], Wire]
 
 
 @dataclass(frozen=True)
 class GameViews:
     round_view: View
-    play_answer: View
-    webhook_keys: tuple[str, ...]
+    webhook_data: View
+    webhook: type[Wire]
+    answer: Callable[[Round], Wire]
 
 
-def _upgrader_round(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
-    return round_wire(UpgraderOpening.decode(opening_text), UpgraderSettlement.of(settlement))
+def _upgrader_round(opening_text: str, settlement: dict[str, Any]) -> Wire:
+    opening = UpgraderOpening.decode(opening_text)
+    return upgrader.round_wire(opening, UpgraderSettlement.of(settlement))
 
 
-def _upgrader_answer(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
-    return play_answer(UpgraderOpening.decode(opening_text), UpgraderSettlement.of(settlement))
+def _upgrader_data(opening_text: str, settlement: dict[str, Any]) -> Wire:
+    opening = UpgraderOpening.decode(opening_text)
+    return upgrader.webhook_data(opening, UpgraderSettlement.of(settlement))
 
 
 GAMES: dict[str, GameViews] = {
     "upgrader": GameViews(
-        _upgrader_round, _upgrader_answer, ("round", "wonItem", "stake", "facts")
+        _upgrader_round, _upgrader_data, RoundSettledWebhook, upgrader.recorded_answer
     ),
-    "boxes": GameViews(boxes.round_view, boxes.answer_view, ("round", "wonItems", "facts")),
+    "boxes": GameViews(
+        boxes.round_view, boxes.webhook_data, boxes.BoxRoundSettledWebhook, boxes.recorded_answer
+    ),
 }
 
 
@@ -66,13 +74,6 @@ def views_of(opening_text: str) -> GameViews:
     return GAMES[_GAME_OF.decode(opening_text).game]
 
 
-def round_view(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
+def round_view(opening_text: str, settlement: dict[str, Any]) -> Wire:
     """A settled round as round history shows it."""
     return views_of(opening_text).round_view(opening_text, settlement)
-
-
-def webhook_data(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
-    """The ``data`` of a settled round's ``round_settled`` webhook."""
-    views = views_of(opening_text)
-    answer = views.play_answer(opening_text, settlement)
-    return {key: answer.get(key) for key in views.webhook_keys}

@@ -55,7 +55,7 @@ class WagerGame(Protocol):
     def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> Any:
         """Record the accepted ``debit`` and the round's settlement in one commit (in a
         store thread; ``saved`` is the round as this process saved it) and answer (the
-        game's wire value: a dict, or a msgspec struct)."""
+        game's answer view, a struct)."""
         ...
 
     def answer(self, round_: Round) -> Any:
@@ -81,7 +81,7 @@ class WagerSaga:
 
     async def play(self, rid: UUID, body_print: str, open_round: Callable[[], RoundTerms]) -> Any:
         """Play the action ``rid``; ``open_round`` runs the game's checks and gives its
-        opening (it raises the game's refusal)."""
+        opening (it raises the game's refusal). Answers the game's answer view."""
         async with self.locks.hold(rid):
             # A new action is the common case: open it straight away. A known one shows
             # itself as a failed check (it may have been valid when it was recorded) or

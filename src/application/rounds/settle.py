@@ -30,7 +30,7 @@ SETTLE_ATTEMPTS = 10
 class Drawn:
     """A game's draw for one try: its settlement record, the aggregates it changed (saved
     after the round, in this order: the seed pair, then what it grants) and the answer
-    (the game's wire value: a dict, or a msgspec struct)."""
+    (the game's answer view)."""
 
     settlement: Record
     changed: list[Any]

@@ -24,128 +24,117 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import msgspec
-from msgspec import Meta, Struct
-
 from application.clock import iso_utc
+from application.games.upgrader.views import FairnessWire
+from application.inventory.items import uncredited_wire
+from application.inventory.views import UncreditedWire
+from application.wallet.refusals import RoundHead
+from application.wire import CurrencyOut, Wire, words
 from domain.box_round import GAME_KEY, BoxOpening, BoxSettlement, BoxWonItem
 from domain.round import Round
 
 
-class _Answer(Struct, rename="camel", frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-def _words(text: str) -> Meta:
-    """A field's description in the OpenAPI document."""
-    return Meta(description=text)
-
-
-class BoxOfRound(_Answer):
+class BoxOfRound(Wire):
     """The box version a round opened, and how many of it."""
 
-    box_id: Annotated[int, _words("the box's id")]
-    box_version_id: Annotated[int, _words("the version opened (its odds table)")]
-    count: Annotated[int, _words("how many boxes the round opened")]
-    odds_hash: Annotated[str, _words("the version's oddsHash, the table the draws used")]
-    total_tickets: Annotated[int, _words("the version's number of tickets, the draw's space")]
+    box_id: Annotated[int, words("the box's id")]
+    box_version_id: Annotated[int, words("the version opened (its odds table)")]
+    count: Annotated[int, words("how many boxes the round opened")]
+    odds_hash: Annotated[str, words("the version's oddsHash, the table the draws used")]
+    total_tickets: Annotated[int, words("the version's number of tickets, the draws' space")]
 
 
-class BoxFairness(_Answer):
-    """What the draws are verifiable against (decisions §3, §10)."""
-
-    server_seed_hash: Annotated[str, _words("SHA-256 (hex) of the server seed, committed first")]
-    client_seed: Annotated[str, _words("the player's client seed")]
-    nonce: Annotated[int, _words("the first box's nonce; box k (from 0) used nonce + k")]
-    algorithm_key: Annotated[str, _words('the draw algorithm, "hmac_sha256_v1"')]
-
-
-class BoxRound(_Answer):
+class BoxRound(RoundHead):
     """A settled box round (decisions §10)."""
 
-    public_id: Annotated[str, _words("the round's id, r_ and 32 hex digits")]
-    status: Annotated[str, _words('"settled"')]
-    game: Annotated[str, _words('"boxes"')]
-    bet_minor: Annotated[int, _words("the price paid: count x the price of one box")]
-    payout_minor: Annotated[int, _words("the sum of the won items' values")]
-    currency: Annotated[str, _words("ISO 4217 code of the round's amounts (the currency charged)")]
+    game: Annotated[str, words('the game, "boxes"')]
+    bet_minor: Annotated[int, words("the price paid: count x the price of one box")]
+    payout_minor: Annotated[int, words("the sum of the won items' values")]
+    currency: Annotated[str, words("ISO 4217 code of the round's amounts (the currency charged)")]
     box: BoxOfRound
-    fairness: BoxFairness
-    settled_at: Annotated[str, _words("when the round settled (UTC ISO 8601)")]
-
-
-class BoxUncredited(_Answer):
-    """The part of a value not paid in Credits, by cause (interface 2.4)."""
-
-    price_fall_minor: Annotated[int, _words("lost to a price fall, in minor units")]
-    price_rise_minor: Annotated[int, _words("lost to a price rise, in minor units")]
-    credits_share_minor: Annotated[
-        int, _words("not paid because the operator's Credits share is below 100 %")
+    fairness: Annotated[
+        FairnessWire,
+        words("the seeds and the first box's nonce of the draws (box k, from 0, used nonce + k)"),
     ]
+    settled_at: Annotated[str, words("when the round settled (UTC ISO 8601)")]
 
 
-class BoxWonItemAnswer(_Answer):
-    """An item a box granted, in the player's inventory."""
+class BoxWonItemWire(Wire):
+    """An item a box granted, now in the player's inventory."""
 
-    inventory_item_id: Annotated[int, _words("the item's id in the player's inventory")]
-    item_id: Annotated[int, _words("catalogue item id")]
-    name: Annotated[str, _words("the item's name in the requested locale")]
-    value_minor: Annotated[int, _words("the item's value in `currency` when it was won")]
-    image_url: Annotated[str | None, _words("the item's picture, or null")]
+    inventory_item_id: Annotated[int, words("the item's id in the player's inventory")]
+    item_id: Annotated[int, words("catalogue item id")]
+    name: Annotated[str, words("the item's name in the requested locale")]
+    value_minor: Annotated[int, words("the item's value in `currency` when it was won")]
+    image_url: Annotated[str | None, words("the item's picture, or null")]
     cashback_minor: Annotated[
         int | None,
-        _words("what a cash-back would pay now at the round's rate; null when not cashable"),
+        words("what a cash-back would pay now at the round's rate; null when not cashable"),
     ]
-    cashback_uncredited: BoxUncredited
-    currency: Annotated[str, _words("ISO 4217 code of the amounts")]
-    state: Annotated[str, _words('"unresolved" when granted')]
+    cashback_uncredited: UncreditedWire
+    currency: CurrencyOut
+    state: Annotated[str, words('"unresolved" when granted')]
 
 
-class BoxReelAnswer(_Answer):
+class BoxReelWire(Wire):
     """One box opened: its draw and the item its ticket names."""
 
-    box_id: Annotated[int, _words("the box's id")]
-    box_version_id: Annotated[int, _words("the version's id")]
-    nonce: Annotated[int, _words("the nonce of this box's draw")]
-    ticket: Annotated[int, _words("the ticket drawn, 0..totalTickets-1")]
-    total_tickets: Annotated[int, _words("the draw's space")]
-    item_id: Annotated[int, _words("the item whose ticket range holds the ticket")]
+    box_id: Annotated[int, words("the box's id")]
+    box_version_id: Annotated[int, words("the version's id")]
+    nonce: Annotated[int, words("the nonce of this box's draw")]
+    ticket: Annotated[int, words("the ticket drawn, 0..totalTickets-1")]
+    total_tickets: Annotated[int, words("the draw's space")]
+    item_id: Annotated[int, words("the item whose ticket range holds the ticket")]
 
 
-class BoxDeal(_Answer):
+class BoxDealWire(Wire):
     """How the stake counted."""
 
-    stake_counted_minor: Annotated[int, _words("the stake as counted: betMinor")]
+    stake_counted_minor: Annotated[int, words("the stake as counted: betMinor")]
 
 
-class BoxFacts(_Answer):
+class BoxFactsWire(Wire):
     """The round's figures, the same as in the round_settled webhook."""
 
-    currency: Annotated[str, _words("ISO 4217 code of the amounts")]
-    reels: Annotated[list[BoxReelAnswer], _words("one entry per box opened, in order")]
-    deal: BoxDeal
+    currency: CurrencyOut
+    reels: Annotated[list[BoxReelWire], words("one entry per box opened, in order")]
+    deal: BoxDealWire
 
 
-class BoxOpenAnswer(_Answer):
+class BoxOpenAnswer(Wire):
     """An opened box round (decisions §10): the round, the items won and its facts."""
 
     round: BoxRound
-    won_items: Annotated[list[BoxWonItemAnswer], _words("one item per box, in reel order")]
+    won_items: Annotated[list[BoxWonItemWire], words("one item per box, in reel order")]
     balance_after_minor: Annotated[
         int | None,
-        _words(
+        words(
             "the casino balance after the debit, as the wallet reported it (null if it did not say)"
         ),
     ]
-    facts: BoxFacts
+    facts: BoxFactsWire
 
 
-class BoxRoundSettledData(_Answer):
+class BoxRoundSettledData(Wire):
     """A settled box round as the open answered it (without the balance)."""
 
     round: BoxRound
-    won_items: Annotated[list[BoxWonItemAnswer], _words("one item per box, in reel order")]
-    facts: BoxFacts
+    won_items: Annotated[list[BoxWonItemWire], words("one item per box, in reel order")]
+    facts: BoxFactsWire
+
+
+class BoxRoundSettledWebhook(Wire):
+    """The ``round_settled`` webhook's body for a box round (sent to the operator's
+    webhook_url; the platform renders it in ``projections.outbox``)."""
+
+    id: Annotated[
+        str, words("the webhook's id, derived from the round: the same on every delivery")
+    ]
+    type: Annotated[str, words('always "round_settled"')]
+    created_at: Annotated[str, words("when the round settled (UTC ISO 8601)")]
+    operator_id: Annotated[str, words("the operator's id on the platform")]
+    player_external_id: Annotated[str, words("the operator's own id of the player")]
+    data: BoxRoundSettledData
 
 
 def box_round(opening: BoxOpening, settlement: BoxSettlement) -> BoxRound:
@@ -163,7 +152,7 @@ def box_round(opening: BoxOpening, settlement: BoxSettlement) -> BoxRound:
             odds_hash=opening.odds_hash,
             total_tickets=opening.total_tickets,
         ),
-        fairness=BoxFairness(
+        fairness=FairnessWire(
             server_seed_hash=settlement.server_seed_hash,
             client_seed=settlement.client_seed,
             nonce=settlement.nonce,
@@ -173,35 +162,25 @@ def box_round(opening: BoxOpening, settlement: BoxSettlement) -> BoxRound:
     )
 
 
-def _uncredited(parts: dict[str, int] | None) -> BoxUncredited:
-    if not parts:
-        return BoxUncredited(price_fall_minor=0, price_rise_minor=0, credits_share_minor=0)
-    return BoxUncredited(
-        price_fall_minor=parts["price_fall_minor"],
-        price_rise_minor=parts["price_rise_minor"],
-        credits_share_minor=parts["credits_share_minor"],
-    )
-
-
-def won_item_answer(won: BoxWonItem) -> BoxWonItemAnswer:
-    return BoxWonItemAnswer(
+def won_item_wire(won: BoxWonItem) -> BoxWonItemWire:
+    return BoxWonItemWire(
         inventory_item_id=won.inventory_item_id,
         item_id=won.item_id,
         name=won.name,
         value_minor=won.value_minor,
         image_url=won.image_url,
         cashback_minor=won.cashback_minor,
-        cashback_uncredited=_uncredited(won.cashback_uncredited),
+        cashback_uncredited=uncredited_wire(won.cashback_uncredited),
         currency=won.currency,
         state="unresolved",
     )
 
 
-def box_facts(opening: BoxOpening, settlement: BoxSettlement) -> BoxFacts:
-    return BoxFacts(
+def box_facts(opening: BoxOpening, settlement: BoxSettlement) -> BoxFactsWire:
+    return BoxFactsWire(
         currency=opening.currency,
         reels=[
-            BoxReelAnswer(
+            BoxReelWire(
                 box_id=opening.box_id,
                 box_version_id=opening.box_version_id,
                 nonce=reel.nonce,
@@ -211,14 +190,14 @@ def box_facts(opening: BoxOpening, settlement: BoxSettlement) -> BoxFacts:
             )
             for reel in settlement.reels
         ],
-        deal=BoxDeal(stake_counted_minor=opening.wager_minor),
+        deal=BoxDealWire(stake_counted_minor=opening.wager_minor),
     )
 
 
 def open_answer(opening: BoxOpening, settlement: BoxSettlement) -> BoxOpenAnswer:
     return BoxOpenAnswer(
         round=box_round(opening, settlement),
-        won_items=[won_item_answer(won) for won in settlement.won_items],
+        won_items=[won_item_wire(won) for won in settlement.won_items],
         balance_after_minor=settlement.balance_after_minor,
         facts=box_facts(opening, settlement),
     )
@@ -232,13 +211,12 @@ def recorded_answer(round_: Round) -> BoxOpenAnswer:
 # -- the registry's views (application/games/registry.py): from the stored opening's JSON
 
 
-def round_view(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
+def round_view(opening_text: str, settlement: dict[str, Any]) -> BoxRound:
     """What round history shows: the answer's ``round``."""
-    opening = BoxOpening.decode(opening_text)
-    return msgspec.to_builtins(box_round(opening, BoxSettlement.of(settlement)))
+    return box_round(BoxOpening.decode(opening_text), BoxSettlement.of(settlement))
 
 
-def answer_view(opening_text: str, settlement: dict[str, Any]) -> dict[str, Any]:
-    """The open answer as plain JSON values."""
-    opening = BoxOpening.decode(opening_text)
-    return msgspec.to_builtins(open_answer(opening, BoxSettlement.of(settlement)))
+def webhook_data(opening_text: str, settlement: dict[str, Any]) -> BoxRoundSettledData:
+    """The ``round_settled`` webhook's ``data``: the answer but its balance."""
+    answer = open_answer(BoxOpening.decode(opening_text), BoxSettlement.of(settlement))
+    return BoxRoundSettledData(round=answer.round, won_items=answer.won_items, facts=answer.facts)
