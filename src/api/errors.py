@@ -20,9 +20,9 @@ from litestar.exceptions import (
 from litestar.openapi import ResponseSpec
 from msgspec import Meta
 
-from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
+from application.games.upgrader.views import RoundWire
 from application.store.calls import StoreOutcomeUnknown
 from application.store.sql import StoreUnavailable
 
@@ -54,6 +54,13 @@ class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
         Meta(
             description="on a wallet's refusal of a debit, a cash-back or a cancel only: the "
             "balance the wallet reported (or read with wallet.balance), null when unknown"
+        ),
+    ] = None
+    current_box_version_id: Annotated[
+        int | None,
+        Meta(
+            description="on BOX_VERSION_CHANGED only: the box's version offered now, the one "
+            "to open (null when the box has no active version)"
         ),
     ] = None
 
@@ -102,6 +109,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "IDEMPOTENCY_CONFLICT": 409,
     "ACTION_IN_PROGRESS": 409,
     "SHIPMENT_ALREADY_DISPATCHED": 409,
+    "BOX_VERSION_CHANGED": 409,
     "PAYLOAD_TOO_LARGE": 413,
     "VALIDATION_ERROR": 422,
     "UNSUPPORTED_CURRENCY": 422,
@@ -114,6 +122,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "ITEM_NOT_CASHABLE": 422,
     "ITEM_NOT_SHIPPABLE": 422,
     "ROUND_NOT_CANCELLABLE": 422,
+    "BOX_UNAVAILABLE": 422,
     "INSUFFICIENT_FUNDS": 422,
     "WALLET_REFUSED": 422,
     "RATE_LIMITED": 429,

@@ -19,8 +19,8 @@ with the error body). So, once the app is built:
 - the examples (``api/openapi_examples.json``, real answers recorded by a test) go on the
   parameters, request bodies and responses;
 - the HMAC envelope's three headers are security schemes required together, the overview
-  is ``info.description``, and ``webhooks`` documents ``round_settled`` and
-  ``round_cancelled``.
+  is ``info.description``, and ``webhooks`` documents ``round_settled`` (its body is one
+  of two: an Upgrader round's or a box round's) and ``round_cancelled``.
 
 The same document is checked in as ``docs/openapi.json`` (for reading without a running
 platform); regenerate it with
@@ -56,10 +56,11 @@ from api.openapi_guide import (
     responses_of,
 )
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
-from api.schemas import Wire
 from api.schemas_cancel import RoundCancelledWebhook
-from api.schemas_upgrader import RoundSettledWebhook
 from application.games.boxes.answers import BoxesAnswer
+from application.games.boxes.round_answers import BoxRoundSettledWebhook
+from application.games.upgrader.views import RoundSettledWebhook
+from application.wire import Wire
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"
@@ -187,15 +188,17 @@ def _finish_operation(
 
 
 def _webhook(
-    kind: str, schema: str, summary: str, description: str, body: str, recorded: dict[str, Any]
+    kind: str, schema: dict[str, Any], words: tuple[str, str, str], recorded: dict[str, Any]
 ) -> dict[str, Any]:
-    media: dict[str, Any] = {"schema": {"$ref": REF_TEMPLATE.format(name=schema)}}
+    """One webhook: ``kind`` its type, ``words`` its summary, description and body's."""
+    media: dict[str, Any] = {"schema": schema}
     if kind in recorded:
         media["examples"] = _media_examples(recorded[kind])
-    operation_id = "".join(part.capitalize() for part in kind.split("_"))
+    summary, description, body = words
+    name = "".join(part.capitalize() for part in kind.split("_"))
     return {
         "post": {
-            "operationId": operation_id[0].lower() + operation_id[1:] + "Webhook",
+            "operationId": name[0].lower() + name[1:] + "Webhook",
             "summary": summary,
             "description": description,
             "security": [{"outboundHmac": []}],
@@ -217,21 +220,29 @@ def _webhook(
 
 
 def _webhooks(recorded: dict[str, Any]) -> dict[str, Any]:
+    # one body per kind of round (msgspec cannot put two untagged structs in a union)
+    bodies = [RoundSettledWebhook.__name__, BoxRoundSettledWebhook.__name__]
+    settled = {"oneOf": [{"$ref": REF_TEMPLATE.format(name=name)} for name in bodies]}
+    cancelled = {"$ref": REF_TEMPLATE.format(name=RoundCancelledWebhook.__name__)}
     return {
         "round_settled": _webhook(
             "round_settled",
-            "RoundSettledWebhook",
-            "A round settled (to your webhook_url)",
-            WEBHOOK_DESCRIPTION,
-            "the settled round, as the play answered it",
+            settled,
+            (
+                "A round settled (to your webhook_url)",
+                WEBHOOK_DESCRIPTION,
+                "the settled round, as the play answered it",
+            ),
             recorded,
         ),
         "round_cancelled": _webhook(
             "round_cancelled",
-            RoundCancelledWebhook.__name__,
-            "A round was cancelled (to your webhook_url)",
-            CANCEL_WEBHOOK_DESCRIPTION,
-            "the cancelled round and the amount credited back",
+            cancelled,
+            (
+                "A round was cancelled (to your webhook_url)",
+                CANCEL_WEBHOOK_DESCRIPTION,
+                "the cancelled round and the amount credited back",
+            ),
             recorded,
         ),
     }
@@ -246,7 +257,8 @@ def finish_openapi(app: Litestar) -> dict[str, Any]:
     for name in list(schemas):
         if name in exact:
             schemas[name] = exact[name]
-    for name in _referenced([RoundSettledWebhook.__name__, RoundCancelledWebhook.__name__], exact):
+    hooks = [RoundSettledWebhook, BoxRoundSettledWebhook, RoundCancelledWebhook]
+    for name in _referenced([hook.__name__ for hook in hooks], exact):
         schemas[name] = exact[name]
     document["info"]["description"] = OVERVIEW
     recorded = examples()

@@ -11,7 +11,7 @@ from typing import Annotated
 from msgspec import Meta
 
 from api.schemas import CurrencyOut, PlayerId, Wire, words
-from api.schemas_upgrader import ClientActionId, RoundWire
+from api.schemas_upgrader import ClientActionId, HistoryRoundWire
 
 CancelReason = Annotated[
     str,
@@ -35,7 +35,7 @@ class S2SCancelBody(Wire):
 class CancelAnswer(Wire):
     """A cancelled round: its items are cancelled and its bet was credited back."""
 
-    round: Annotated[RoundWire, words('the round, now "cancelled"')]
+    round: Annotated[HistoryRoundWire, words('the round, now "cancelled"')]
     credited_minor: Annotated[
         int, words("the amount credited back: the round's betMinor, in `currency`")
     ]
@@ -49,7 +49,7 @@ class RoundCancelledData(Wire):
     """The cancelled round and what was credited back."""
 
     round: Annotated[
-        RoundWire, words('the round as its round_settled webhook sent it, now "cancelled"')
+        HistoryRoundWire, words('the round as its round_settled webhook sent it, now "cancelled"')
     ]
     credited_minor: Annotated[int, words("the amount credited back: the round's betMinor")]
 

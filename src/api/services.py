@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from application.games.boxes.play import BoxPlays
     from application.games.upgrader.play_balance import BalancePlays
     from application.games.upgrader.play_items import ItemsPlays
     from application.inventory.cashout import Cashouts
@@ -21,6 +22,7 @@ class Services(Protocol):
     fairness: FairnessService
     balance: BalancePlays
     items: ItemsPlays
+    boxes: BoxPlays
     cashouts: Cashouts
     cancels: Cancels
 

@@ -10,12 +10,13 @@ from typing import Any
 
 import anyio
 
-from application.games.upgrader.answers import round_view as upgrader_round_view
+from application.games.boxes.play import BoxPlays
+from application.games.registry import settled_round_view
 from application.games.upgrader.play_balance import BalancePlays
 from application.games.upgrader.play_items import ItemsPlays
 from application.inventory.cashout import Cashouts
 from application.platform import Platform, ensure_tables
-from application.rounds.cancel import Cancels, RoundView
+from application.rounds.cancel import Cancels
 from application.rounds.fairness import SCHEMA as FAIRNESS_SCHEMA
 from application.rounds.fairness import FairnessService
 from application.store.calls import in_background
@@ -37,8 +38,6 @@ log = logging.getLogger("upgrader.runtime")
 # The background loops a process can run (``upgrader worker NAME``; ``serve`` runs all).
 BACKGROUND_LOOPS = ("projections", "reconciler", "dispatcher")
 PASS_SECONDS = 0.05  # the shortest interval between two projection passes
-# Each game's view of its settled rounds, for the cancel's answers (decisions §11).
-ROUND_VIEWS: dict[str, RoundView] = {"upgrader": upgrader_round_view}
 
 
 def all_projections(platform: Platform) -> list[Any]:
@@ -79,8 +78,9 @@ class Runtime:
         self.webhooks = WebhookDispatcher(platform, self.runner)
         self.balance = BalancePlays(platform, self.wallet, self.fairness, self.reconciler.wake)
         self.items = ItemsPlays(platform, self.fairness)
+        self.boxes = BoxPlays(platform, self.wallet, self.fairness, self.reconciler.wake)
         self.cashouts = Cashouts(platform, self.wallet, self.reconciler.wake)
-        self.cancels = Cancels(platform, self.wallet, ROUND_VIEWS, self.reconciler.wake)
+        self.cancels = Cancels(platform, self.wallet, settled_round_view, self.reconciler.wake)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 

@@ -39,15 +39,8 @@ from eventsourcing.utils import get_topic
 
 from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
-from domain.round import Round
-from projections.analytics_cancels import (
-    CANCELLED,
-    add_to_day,
-    daily_key,
-    recorded_facts,
-    signed_increments,
-    take_back,
-)
+from domain.round import Round, game_of
+from projections import analytics_cancels as cancels
 from projections.analytics_facts import _flow_row, _json, round_fact
 from projections.analytics_tables import (
     _CLOSE,
@@ -74,6 +67,7 @@ from projections.unnest import on_postgres
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
 VOIDED = get_topic(Round.RoundVoided)
+CANCELLED = cancels.CANCELLED
 GRANTED = get_topic(InventoryItem.ItemGranted)
 MOVES = {
     get_topic(InventoryItem.ItemConsumed): "consumed",
@@ -103,7 +97,7 @@ class Analytics:
         elif topic == GRANTED:
             self._granted(cur, event, position)
         elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
-            take_back(cur, event.originator_id.hex, self._add_daily)
+            cancels.take_back(cur, event.originator_id.hex, self._add_daily)
         else:
             self._moved(cur, event, position, MOVES[topic])
 
@@ -115,7 +109,7 @@ class Analytics:
         pipelined."""
         round_ids, settled, moved = [], [], []
         cancelled = [i.event.originator_id.hex for i in items if i.notification.topic == CANCELLED]
-        facts = recorded_facts(cur, cancelled)  # and the batch's own, kept below
+        facts = cancels.recorded_facts(cur, cancelled)  # and the batch's own, kept below
         for item in items:
             topic = item.notification.topic
             if topic == CANCELLED:
@@ -168,6 +162,8 @@ class Analytics:
             event, position, topic = item.event, item.position, item.notification.topic
             if topic == OPENED:
                 round_id, opening = event.originator_id.hex, event.opening
+                if game_of(opening) != "upgrader":
+                    continue  # the round tables are the Upgrader's (box rounds: not yet)
                 text = _json(opening)
                 statements.append((_OPEN, (round_id, text)))
                 if open_rounds.get(round_id) is None:
@@ -192,15 +188,15 @@ class Analytics:
                 recorded.add(round_id)
                 statements.append((_CLOSE, (round_id,)))
                 open_rounds[round_id] = None
-                add_to_day(daily, fact, 1)
+                cancels.add_to_day(daily, fact, 1)
                 if round_id in cancelled:
                     facts[round_id] = fact
             elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
                 fact = facts.pop(event.originator_id.hex, None)
                 if fact is not None:
                     statements.append((_UNFACT, (fact["round_id"],)))
-                    add_to_day(daily, fact, -1)
-                    dropped.append((_DROP_EMPTY, daily_key(fact)))
+                    cancels.add_to_day(daily, fact, -1)
+                    dropped.append((_DROP_EMPTY, cancels.daily_key(fact)))
             elif topic == VOIDED:
                 round_id = event.originator_id.hex
                 statements.append((_CLOSE, (round_id,)))
@@ -265,6 +261,8 @@ class Analytics:
 
     def _opened(self, cur: Any, event: Any, position: int) -> None:
         opening = event.opening
+        if game_of(opening) != "upgrader":
+            return  # the round tables are the Upgrader's (box rounds: not yet)
         cur.execute(
             "INSERT INTO analytics_open_rounds (round_id, opening) VALUES (?, ?) "
             "ON CONFLICT (round_id) DO NOTHING",
@@ -307,14 +305,14 @@ class Analytics:
 
     def _add_daily(self, cur: Any, fact: dict[str, Any], sign: int = 1) -> None:
         """Add the fact's increments to its day (``sign`` -1: take them back)."""
-        key = daily_key(fact)
+        key = cancels.daily_key(fact)
         columns = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
         updates = ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
         cur.execute(
             f"INSERT INTO analytics_daily ({', '.join(columns)}) "  # noqa: S608
             f"VALUES ({', '.join('?' for _ in columns)}) "
             f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET {updates}",
-            (*key, fact["currency_exponent"], *signed_increments(fact, sign)),
+            (*key, fact["currency_exponent"], *cancels.signed_increments(fact, sign)),
         )
         cur.execute(_RATIOS, key)
 

@@ -15,13 +15,14 @@ import json
 from operator import itemgetter
 from typing import Any
 
+import msgspec
 from eventsourcing.utils import get_topic
 
-from application.games.upgrader.answers import round_wire
+from application.games.registry import round_view
 from application.store.sql import execute_in_order
 from application.wallet.refusals import voided_round_wire
-from domain.round import Round
-from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
+from application.wire import Wire
+from domain.round import Round, RoundTerms
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, last_per_key, on_postgres
 
@@ -34,7 +35,8 @@ STATUSES = ("settled", "voided", "held", "cancelled")  # the listed ones (not "o
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=False)
+    """A recorded dict or a view (a struct) as stored: compact, ASCII, keys in order."""
+    return json.dumps(msgspec.to_builtins(value), separators=(",", ":"), sort_keys=False)
 
 
 class RoundHistory:
@@ -80,12 +82,7 @@ class RoundHistory:
             cur.execute(*_status_statement(event))
             return
         cur.execute("SELECT opening FROM round_history WHERE round_id = ?", (round_id,))
-        opening = UpgraderOpening.decode(cur.fetchone()[0])
-        if isinstance(event, Round.RoundSettled):
-            settlement = UpgraderSettlement.of(event.settlement)
-            status, view = "settled", round_wire(opening, settlement)
-        else:
-            status, view = "voided", voided_round_wire(opening.public_id)
+        status, view = _closed(cur.fetchone()[0], event)
         cur.execute(
             "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?",
             (status, position, _json(view), round_id),
@@ -129,15 +126,18 @@ class RoundHistory:
             if get_topic(type(event)) in CANCEL_STATUS:
                 statements.append(_status_statement(event))
                 continue
-            opening = UpgraderOpening.decode(stored[round_id])
-            if isinstance(event, Round.RoundSettled):
-                settlement = UpgraderSettlement.of(event.settlement)
-                status, view = "settled", round_wire(opening, settlement)
-            else:
-                status, view = "voided", voided_round_wire(opening.public_id)
+            status, view = _closed(stored[round_id], event)
             statements.append((_UPDATE, (status, position, _json(view), round_id)))
         if not (on_postgres(cur) and _write_unnest(cur, statements)):
             execute_in_order(cur, statements)
+
+
+def _closed(opening_text: str, event: Any) -> tuple[str, Wire]:
+    """The status and view of a round its ``event`` settled or voided (any game: a
+    settled round's view is the game's, ``application/games/registry.py``)."""
+    if isinstance(event, Round.RoundSettled):
+        return "settled", round_view(opening_text, event.settlement)
+    return "voided", voided_round_wire(RoundTerms.decode(opening_text).public_id)
 
 
 _INSERT = (
@@ -204,8 +204,9 @@ def _is_opened(event: Any) -> bool:
 
 
 def _with_status(view: str, status: str) -> dict[str, Any]:
-    """The stored view answered with the row's status (a cancel changes only that)."""
-    answer = json.loads(view)
+    """The stored view answered with the row's status (a cancel changes only that: the
+    view stored at settle time says "settled")."""
+    answer = _view(view)
     answer["status"] = status
     return answer
 
@@ -261,3 +262,15 @@ def get_round(db: Any, operator_id: str, public_id: str) -> dict[str, Any] | Non
         )
         row = cur.fetchone()
     return None if row is None else _with_status(row[1], row[0])
+
+
+def _view(stored: str) -> dict[str, Any]:
+    """A stored view as answered. A settled round's view stored before rounds named their
+    game lacks ``game``: every such round is an Upgrader round (the only game then), so
+    it is answered with ``game: "upgrader"`` after ``status``, as the view is rendered
+    now (the stored row is left as it is; a rebuild renders it anew)."""
+    view = json.loads(stored)
+    if "game" in view or view.get("status") != "settled":
+        return view
+    head = {"publicId": view.pop("publicId"), "status": view.pop("status"), "game": "upgrader"}
+    return {**head, **view}

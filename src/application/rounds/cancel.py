@@ -36,6 +36,7 @@ from typing import Any
 from uuid import UUID
 
 import anyio
+import msgspec
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
@@ -58,7 +59,7 @@ from application.wallet.client import Accepted, Refused, WalletClient, WalletOut
 from application.wallet.refusals import wallet_refusal
 from domain.ids import inventory_item_id, round_uuid_of
 from domain.inventory import InventoryItem
-from domain.round import Round, game_of
+from domain.round import Round
 from domain.round_cancel import RoundCancel, cancel_action_id, granted_item_ids
 from domain.wallet_attempts import CREDITED, IN_FLIGHT, REFUSED, UNCERTAIN
 
@@ -66,8 +67,10 @@ CANCEL_REASON = "cancel"  # the wallet.credit reason (decisions §4)
 CREDIT_PENDING = "the cancel credit is being confirmed with the wallet and the round stays held"
 MAX_TRIES = 3
 
-# A game's view of one of its settled rounds (its history row, status "settled").
-RoundView = Callable[[Round], dict[str, Any]]
+# A settled round of any game as its history shows it (status "settled"): handed in by the
+# composition root (``application/games/registry.py`` ``settled_round_view``), since the
+# round core does not know the games.
+RoundView = Callable[[Round], Any]
 
 
 @dataclass(frozen=True)
@@ -164,12 +167,12 @@ class Cancels:
         self,
         platform: Platform,
         wallet: WalletClient,
-        views: dict[str, RoundView],
+        view: RoundView,
         wake_reconciler: Callable[[], None],
     ) -> None:
         self.platform = platform
         self.wallet = wallet
-        self.views = views
+        self.view = view
         self.wake_reconciler = wake_reconciler
         self.locks = ActionLocks()
 
@@ -194,7 +197,7 @@ class Cancels:
 
     def round_view(self, round_: Round, status: str) -> dict[str, Any]:
         """The round as its game shows it, in ``status`` (``held`` or ``cancelled``)."""
-        return {**self.views[game_of(round_.opening)](round_), "status": status}
+        return {**msgspec.to_builtins(self.view(round_)), "status": status}
 
     def answer(self, round_: Round, attempt: int) -> dict[str, Any]:
         """What the attempt answers, as recorded (every copy of the action gets the same
