@@ -138,7 +138,7 @@
 
   function line(list, ok, text) {
     list.appendChild(el("li", ok === null ? null : ok ? "ok" : "bad",
-      (ok === null ? "\u2022 " : ok ? "\u2714 " : "\u2718 ") + text));
+      (ok === null ? "" : ok ? "\u2714 " : "\u2718 ") + text));
   }
 
   /**

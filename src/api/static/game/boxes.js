@@ -27,6 +27,7 @@
     box: null, // the version shown, in the player's currency
     max: 1,
     count: 1,
+    retired: false, // the box is offered no more (or the game is off): nothing to open
     pending: null // an open sent whose answer never came: {path, body}
   };
 
@@ -104,7 +105,7 @@
     var button = $("box-open");
     var count = S.count;
     var price = S.box ? App.money(count * S.box.priceMinor, S.box.currency) : "";
-    button.disabled = shared.busy || !S.box || !S.box.available || !shared.token;
+    button.disabled = shared.busy || !S.box || !S.box.available || !shared.token || S.retired;
     if (shared.busy) {
       button.textContent = "Opening\u2026";
     } else if (S.pending) {
@@ -250,11 +251,19 @@
       App.emit("round-refused", error.body.round);
     }
     if (error.code === "BOX_VERSION_CHANGED" || error.code === "BOX_UNAVAILABLE") {
-      var details = (error.body && error.body.error) || {};
-      var current = details.currentBoxVersionId || (error.body && error.body.currentBoxVersionId);
+      // the body names the version offered now (null: the box is offered no more)
+      var current = error.body ? error.body.currentBoxVersionId : undefined;
+      if (error.code === "BOX_VERSION_CHANGED" && !current) {
+        S.retired = true;
+        setResult("error", App.MESSAGES.BOX_NOT_FOUND + " (BOX_VERSION_CHANGED)");
+        return null;
+      }
       return loadVersion(current || S.box.boxVersionId).then(null, function (failure) {
         App.showNotice(failure.message, "error");
       });
+    }
+    if (error.code === "BOX_NOT_FOUND" || error.code === "GAME_DISABLED") {
+      S.retired = true;
     }
     return null;
   }
