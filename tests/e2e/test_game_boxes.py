@@ -23,7 +23,7 @@ from tests.support.game_browser import BROWSER_MARKS, DEMO_CONFIG, OperatorSite,
 from tests.support.processes import ServerProcess
 
 with contextlib.suppress(ImportError):  # without playwright every test skips (BROWSER_MARKS)
-    from playwright.sync_api import Browser, expect
+    from playwright.sync_api import Browser, Route, expect
 
 pytestmark = BROWSER_MARKS
 
@@ -179,8 +179,22 @@ def test_boxes_open_in_the_iframe_land_on_the_drawn_items_and_verify_in_the_brow
         game.locator("#count-up").click()
         open_button = game.locator("#box-open")
         expect(open_button).to_have_text(f"Open 3 boxes \u00b7 {euros(3 * box['price_minor'])}")
+        # The first answer is lost on its way back: the app re-sends the SAME open.
+        bodies: list[dict[str, Any]] = []
+
+        def lose_first_answer(route: Route) -> None:
+            bodies.append(route.request.post_data_json)
+            if len(bodies) == 1:
+                route.fetch()  # the platform opens the boxes...
+                route.abort("connectionreset")  # ...and the browser never hears of it
+            else:
+                route.continue_()
+
+        session.page.route("**/api/play/rounds/open", lose_first_answer)
         answer = open_boxes(session)
+        session.page.unroute("**/api/play/rounds/open")
         sent = answer["sent"]
+        assert bodies == [sent, sent]
         assert set(sent) == {"clientActionId", "boxId", "boxVersionId", "count", "currency"}
         assert (sent["boxId"], sent["boxVersionId"], sent["count"]) == (2, 1, 3)
         assert re.fullmatch(r"[0-9a-f-]{36}", sent["clientActionId"])
