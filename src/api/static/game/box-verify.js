@@ -75,16 +75,22 @@
 
   /* ------------------------------------------------------------------ reels */
 
+  var reelsCache = null; // the stored map, read once; read again before each write
+
   function storedReels() {
-    try {
-      return JSON.parse(localStorage.getItem(REELS_KEY) || "{}") || {};
-    } catch (ignored) {
-      return {};
+    if (reelsCache === null) {
+      try {
+        reelsCache = JSON.parse(localStorage.getItem(REELS_KEY) || "{}") || {};
+      } catch (ignored) {
+        reelsCache = {};
+      }
     }
+    return reelsCache;
   }
 
   /** Keep the reels of a round this browser opened (its claim, for a later check). */
   function rememberReels(publicId, reels) {
+    reelsCache = null; // another tab of the game may have written since
     var all = storedReels();
     all[publicId] = { at: Date.now(), reels: reels };
     var ids = Object.keys(all);
