@@ -19,6 +19,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
 from tests.support.game_browser import BROWSER_MARKS, DEMO_CONFIG, OperatorSite, Session, euros
 from tests.support.processes import ServerProcess
 
@@ -26,6 +29,14 @@ with contextlib.suppress(ImportError):  # without playwright every test skips (B
     from playwright.sync_api import Browser, Route, expect
 
 pytestmark = BROWSER_MARKS
+
+
+def require_box_routes(platform: ServerProcess) -> None:
+    """Skip, saying why, on a platform without box opening (built in another branch)."""
+    response = httpx.post(platform.url + "/api/play/rounds/open", json={}, timeout=5)
+    if response.status_code in (404, 405):
+        pytest.skip("the platform has no POST /api/play/rounds/open yet (box purchases)")
+
 
 DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 PHONE = {
@@ -165,6 +176,7 @@ def test_boxes_open_in_the_iframe_land_on_the_drawn_items_and_verify_in_the_brow
     demo: tuple[ServerProcess, OperatorSite], browser: Browser
 ) -> None:
     platform, operator = demo
+    require_box_routes(platform)
     box = offered(2)
     before = operator.balance()
     session = Session(browser, operator, "?game=box-2", expect_prizes=False, **DESKTOP)
@@ -287,7 +299,8 @@ def test_boxes_open_in_the_iframe_land_on_the_drawn_items_and_verify_in_the_brow
 def test_a_box_opened_on_a_phone_lands_on_its_item_without_sideways_scrolling(
     demo: tuple[ServerProcess, OperatorSite], browser: Browser, tmp_path: Path
 ) -> None:
-    _, operator = demo
+    platform, operator = demo
+    require_box_routes(platform)
     box = offered(1)
     session = Session(browser, operator, "?game=box-1", expect_prizes=False, **PHONE)
     try:
