@@ -39,7 +39,7 @@ from eventsourcing.utils import get_topic
 
 from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
-from domain.round import Round
+from domain.round import Round, game_of
 from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
 from projections.analytics_tables import (
     _CLOSE,
@@ -151,6 +151,8 @@ class Analytics:
             event, position, topic = item.event, item.position, item.notification.topic
             if topic == OPENED:
                 round_id, opening = event.originator_id.hex, event.opening
+                if game_of(opening) != "upgrader":
+                    continue  # the round tables are the Upgrader's (box rounds: not yet)
                 text = _json(opening)
                 statements.append((_OPEN, (round_id, text)))
                 if open_rounds.get(round_id) is None:
@@ -244,6 +246,8 @@ class Analytics:
 
     def _opened(self, cur: Any, event: Any, position: int) -> None:
         opening = event.opening
+        if game_of(opening) != "upgrader":
+            return  # the round tables are the Upgrader's (box rounds: not yet)
         cur.execute(
             "INSERT INTO analytics_open_rounds (round_id, opening) VALUES (?, ?) "
             "ON CONFLICT (round_id) DO NOTHING",
