@@ -285,18 +285,18 @@
     App.boxWon.wire();
   }
 
-  /** After the session: the launched box; in the launch URL's currency when it names one. */
+  /**
+   * After the session: the launched box (session/init answers it in the base currency and
+   * the default locale), then the same version in the player's currency and language.
+   */
   function start() {
     var game = shared.game;
     S.max = Math.max(1, game.maxBoxesPerRound || 1);
     setBox(game.box);
     setCount(1);
-    if (shared.currency && shared.currency !== game.box.currency) {
-      return loadVersion(game.box.boxVersionId).then(null, function (error) {
-        setResult("error", error.message);
-      });
-    }
-    return null;
+    return loadVersion(game.box.boxVersionId).then(null, function (error) {
+      setResult("error", error.message);
+    });
   }
 
   App.registerScreen("boxes", {
