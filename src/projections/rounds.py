@@ -17,6 +17,7 @@ from eventsourcing.utils import get_topic
 from application.games.registry import round_view
 from application.store.sql import execute_in_order
 from application.wallet.refusals import voided_round_wire
+from application.wire import Wire
 from domain.round import Round, RoundTerms
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, last_per_key, on_postgres
@@ -116,9 +117,9 @@ class RoundHistory:
             execute_in_order(cur, statements)
 
 
-def _closed(opening_text: str, event: Any) -> tuple[str, dict[str, Any]]:
-    """The status and view of a round its ``event`` settled or voided (any game: the
-    view is the game's, ``application/games/registry.py``)."""
+def _closed(opening_text: str, event: Any) -> tuple[str, Wire]:
+    """The status and view of a round its ``event`` settled or voided (any game: a
+    settled round's view is the game's, ``application/games/registry.py``)."""
     if isinstance(event, Round.RoundSettled):
         return "settled", round_view(opening_text, event.settlement)
     return "voided", voided_round_wire(RoundTerms.decode(opening_text).public_id)
