@@ -49,6 +49,7 @@ class _Round:
     grants: int = 0
     stake_ids: set[int] = field(default_factory=set)
     consumed: set[int] = field(default_factory=set)
+    box: Any = None  # a box round's draws and grants (audit/boxes.py ``BoxState``)
 
     @property
     def public_id(self) -> str:

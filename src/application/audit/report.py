@@ -31,6 +31,8 @@ class AuditReport:
     events_replayed: int = 0
     items_checked: int = 0
     cashouts_checked: int = 0
+    box_rounds_checked: int = 0  # of rounds_checked
+    reels_verified: int = 0  # box draws recomputed from a revealed seed
     open_rollbacks: list[dict[str, Any]] = field(default_factory=list)
     escalated_rollbacks: list[dict[str, Any]] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
@@ -53,6 +55,8 @@ class AuditReport:
             "eventsReplayed": self.events_replayed,
             "itemsChecked": self.items_checked,
             "cashoutsChecked": self.cashouts_checked,
+            "boxRoundsChecked": self.box_rounds_checked,
+            "reelsVerified": self.reels_verified,
             "openRollbacks": self.open_rollbacks,
             "escalatedRollbacks": self.escalated_rollbacks,
             "chain": self.chain,
