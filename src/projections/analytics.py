@@ -39,7 +39,17 @@ from eventsourcing.utils import get_topic
 
 from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
-from domain.round import Round
+from domain.round import Round, game_of
+from projections.analytics_boxes import (
+    BOX_FACT,
+    BOX_FACT_COLUMNS,
+    BOXES,
+    add_round,
+    box_fact,
+    box_sums,
+    game_sums,
+)
+from projections.analytics_boxes import SCHEMA as BOX_SCHEMA
 from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
 from projections.analytics_tables import (
     _CLOSE,
@@ -51,7 +61,6 @@ from projections.analytics_tables import (
     _RATIOS,
     _STAKE,
     _UNSTAKE,
-    DAILY_KEY,
     DAILY_KEY_OF_FACT,
     DAILY_SUMS,
     FACT_COLUMNS,
@@ -78,7 +87,7 @@ MOVEMENTS = ("granted", *MOVES.values())
 class Analytics:
     name = "analytics"
     topics = frozenset({OPENED, SETTLED, VOIDED, GRANTED, *MOVES})
-    schema = SCHEMA
+    schema = [*SCHEMA, *BOX_SCHEMA]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
         topic = get_topic(type(event))
@@ -119,8 +128,11 @@ class Analytics:
         )
         recorded = {
             row[0]
+            for table in ("analytics_rounds", "analytics_box_rounds")
             for row in select_in(
-                cur, "SELECT round_id FROM analytics_rounds WHERE round_id IN ({keys})", settled
+                cur,
+                f"SELECT round_id FROM {table} WHERE round_id IN ({{keys}})",  # noqa: S608
+                settled,
             )
         }
         granted: dict[str, tuple[Any, ...]] = {}
@@ -147,6 +159,7 @@ class Analytics:
         }
         statements: list[tuple[str, tuple[Any, ...]]] = []
         daily: dict[tuple[Any, ...], list[Any]] = {}
+        games, boxes = game_sums(), box_sums()
         for item in items:
             event, position, topic = item.event, item.position, item.notification.topic
             if topic == OPENED:
@@ -169,12 +182,21 @@ class Analytics:
                 stored = open_rounds.get(round_id)
                 if stored is None or round_id in recorded:
                     continue  # no opening (the auditor reports it), or recorded already
-                fact = {"round_id": round_id, **round_fact(json.loads(stored), event.settlement)}
-                fact["position"] = position
-                statements.append((_FACT, tuple(fact[c] for c in FACT_COLUMNS)))
+                opening = json.loads(stored)
+                game = game_of(opening)
                 recorded.add(round_id)
                 statements.append((_CLOSE, (round_id,)))
                 open_rounds[round_id] = None
+                if game == BOXES:
+                    fact = {"round_id": round_id, **box_fact(opening, event.settlement)}
+                    fact["position"] = position
+                    statements.append((BOX_FACT, tuple(fact[c] for c in BOX_FACT_COLUMNS)))
+                    add_round(games, boxes, game, fact)
+                    continue
+                fact = {"round_id": round_id, **round_fact(opening, event.settlement)}
+                fact["position"] = position
+                statements.append((_FACT, tuple(fact[c] for c in FACT_COLUMNS)))
+                add_round(games, boxes, game, fact)
                 key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
                 sums = daily_increments(fact)
                 entry = daily.get(key)
@@ -235,6 +257,7 @@ class Analytics:
             statements.append((_DAILY, (*key, *entry)))
         for key in daily:
             statements.append((_RATIOS, key))
+        statements += games.statements() + boxes.statements()
         if on_postgres(cur):
             _write_unnest(cur, statements)
         else:
@@ -270,37 +293,26 @@ class Analytics:
         row = cur.fetchone()
         if row is None:
             return  # a settle without an opening: the auditor reports it
-        fact = {"round_id": round_id, **round_fact(json.loads(row[0]), event.settlement)}
+        opening = json.loads(row[0])
+        game = game_of(opening)
+        facts = (box_fact, BOX_FACT_COLUMNS) if game == BOXES else (round_fact, FACT_COLUMNS)
+        fact = {"round_id": round_id, **facts[0](opening, event.settlement)}
         fact["position"] = position
-        columns = ", ".join(FACT_COLUMNS)
-        marks = ", ".join("?" for _ in FACT_COLUMNS)
-        cur.execute(
-            f"INSERT INTO analytics_rounds ({columns}) VALUES ({marks}) "  # noqa: S608
-            "ON CONFLICT (round_id) DO NOTHING",
-            tuple(fact[c] for c in FACT_COLUMNS),
-        )
+        cur.execute(BOX_FACT if game == BOXES else _FACT, tuple(fact[c] for c in facts[1]))
         if cur.rowcount == 0:
             return
         cur.execute("DELETE FROM analytics_open_rounds WHERE round_id = ?", (round_id,))
-        self._add_daily(cur, fact)
+        games, boxes = game_sums(), box_sums()
+        add_round(games, boxes, game, fact)
+        for sql, params in games.statements() + boxes.statements():
+            cur.execute(sql, params)
+        if game != BOXES:
+            self._add_daily(cur, fact)
 
     def _add_daily(self, cur: Any, fact: dict[str, Any]) -> None:
-        key = (
-            fact["operator_id"],
-            fact["settled_day"],
-            fact["currency"],
-            fact["mode"],
-            fact["chance_bps"],
-        )
+        key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
         sums = daily_increments(fact)
-        columns = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
-        updates = ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
-        cur.execute(
-            f"INSERT INTO analytics_daily ({', '.join(columns)}) "  # noqa: S608
-            f"VALUES ({', '.join('?' for _ in columns)}) "
-            f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET {updates}",
-            (*key, fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)),
-        )
+        cur.execute(_DAILY, (*key, fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)))
         cur.execute(_RATIOS, key)
 
     # -- items ------------------------------------------------------------------------------

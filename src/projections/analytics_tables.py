@@ -253,7 +253,8 @@ def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> No
     ``analytics_open_rounds`` by ``net_insert_delete``, ``analytics_stakes`` (upserts of
     every column, deletes) by ``net_upsert_delete``; ``analytics_rounds`` and
     ``analytics_item_flows``, never deleted from, by ``first_per_key``;
-    ``analytics_daily`` (one upsert per key of the batch, then its ratios) as before."""
+    ``analytics_daily`` (one upsert per key of the batch, then its ratios) as before, and
+    the other statements (``analytics_boxes.py``'s tables) in their order."""
     closed, opened = net_insert_delete(
         (sql is _OPEN, row[0], row) for sql, row in statements if sql is _OPEN or sql is _CLOSE
     )
@@ -275,5 +276,7 @@ def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> No
         writes.append((_FACT_UNNEST, arrays(facts, _FACT_TYPES)))
     if flows:
         writes.append((_FLOW_UNNEST, arrays(flows, _FLOW_TYPES)))
-    writes += [(sql, row) for sql, row in statements if sql is _DAILY or sql is _RATIOS]
+    unnested = (_OPEN, _CLOSE, _STAKE, _UNSTAKE, _FACT, _FLOW)
+    # the rest in order: the daily upserts and ratios, the games' and boxes' rows
+    writes += [(sql, row) for sql, row in statements if not any(sql is u for u in unnested)]
     execute_in_order(cur, writes)

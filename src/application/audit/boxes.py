@@ -235,8 +235,10 @@ class BoxChecks(BoxOpeningChecks):
             self._round(
                 r,
                 "nonce",
-                f"{box.count} boxes opened, {r.nonce_uses} NonceUsed events record the "
-                "round's nonces",
+                f"{box.count} box{'es' if box.count != 1 else ''} opened, "
+                f"{r.nonce_uses} NonceUsed events record the round's nonces",
             )
         if r.grants != box.count:
-            self._round(r, "grant", f"{box.count} boxes opened, {r.grants} items granted")
+            opened = f"{box.count} box{'es' if box.count != 1 else ''} opened"
+            granted = f"{r.grants} item{'s' if r.grants != 1 else ''} granted"
+            self._round(r, "grant", f"{opened}, {granted}")
