@@ -2,11 +2,13 @@
 
 One projection, ``analytics``, keeps in one transaction per batch:
 
-* ``analytics_rounds``: the rounds fact table, one row per settled round;
+* ``analytics_rounds``: the rounds fact table, one row per settled Upgrader round;
 * ``analytics_item_flows``: one row per item movement (granted, consumed, cashed_back,
   shipping_requested, shipped);
 * ``analytics_daily``: per operator, UTC day (of the settle time), currency, mode and
   chance preset: rounds, wagered, paid out, GGR, Nuggets, realised and theoretical RTP;
+* ``analytics_game_daily`` (every game), ``analytics_box_rounds`` and
+  ``analytics_box_daily`` (box rounds): ``analytics_boxes.py``;
 * two internal staging tables: ``analytics_open_rounds`` (the opening of a round until it
   settles or is voided) and ``analytics_stakes`` (what a staked item counted for, until
   its ``ItemConsumed`` is seen).
