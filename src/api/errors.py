@@ -20,9 +20,9 @@ from litestar.exceptions import (
 from litestar.openapi import ResponseSpec
 from msgspec import Meta
 
-from api.schemas_upgrader import RoundWire
 from api.strict_input import ClientVanished
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
+from application.games.upgrader.views import RoundWire
 from application.store.calls import StoreOutcomeUnknown
 from application.store.sql import StoreUnavailable
 

@@ -54,9 +54,9 @@ from api.openapi_guide import (
     responses_of,
 )
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
-from api.schemas import Wire
-from api.schemas_upgrader import RoundSettledWebhook
 from application.games.boxes.answers import BoxesAnswer
+from application.games.upgrader.views import RoundSettledWebhook
+from application.wire import Wire
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "ops" / "demo" / "config.toml"

@@ -1,4 +1,6 @@
-"""Wire structs of the foundation routes: camelCase, frozen, unknown fields refused.
+"""Wire structs of the foundation routes: camelCase, frozen, unknown fields refused (the
+``Wire`` base, ``words`` and ``CurrencyOut`` are ``application.wire``'s, shared with the
+answer views the application renders).
 
 Every struct's docstring and every field's ``Meta(description=...)`` is what the OpenAPI
 document says about it (``api.openapi_doc``; ``tests/integration/test_openapi_guide.py``
@@ -8,9 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import msgspec
 from msgspec import Meta
 
+from application.wire import CurrencyOut, Wire, words
 from domain.upgrader_rules import SelectorConfig
 
 PlayerId = Annotated[
@@ -22,18 +24,6 @@ PlayerId = Annotated[
         description="the operator's own id of the player (printable ASCII, no spaces)",
     ),
 ]
-
-
-def words(text: str) -> Meta:
-    """A field's description in the OpenAPI document."""
-    return Meta(description=text)
-
-
-CurrencyOut = Annotated[str, words("ISO 4217 code of the currency the amounts are in")]
-
-
-class Wire(msgspec.Struct, rename="camel", frozen=True, forbid_unknown_fields=True, kw_only=True):
-    pass
 
 
 class Health(Wire):

@@ -1,5 +1,8 @@
 """Wire structs of the inventory routes and of items-mode plays: staking, cash-back and
-shipping (interface 2, 4.3).
+shipping (interface 2, 4.3): the request bodies and the prizes-by-items answer. The
+answers the application renders are its views, defined once: the items, cash-back and
+shipping answers in ``application/inventory/views.py``, the items-mode play answer in
+``application/games/upgrader/views.py``.
 
 Each struct's docstring and each field's description are the OpenAPI document's words
 (see ``api.schemas``)."""
@@ -10,19 +13,9 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from api.schemas import CurrencyOut, PlayerId, Wire, words
-from api.schemas_upgrader import (
-    ClientActionId,
-    CurrencyCode,
-    FactsWire,
-    Locale,
-    Minor,
-    PrizesAnswer,
-    RoundWire,
-    StakeWire,
-    UncreditedWire,
-    WonItemWire,
-)
+from api.schemas import PlayerId, Wire, words
+from api.schemas_upgrader import ClientActionId, CurrencyCode, Locale, Minor, PrizesAnswer
+from application.games.upgrader.views import StakeWire
 
 ItemIds = Annotated[
     list[Annotated[int, Meta(ge=1, le=2**53)]],
@@ -85,66 +78,7 @@ class S2SShippingBody(Wire):
     address: Address
 
 
-class InventoryItemWire(Wire):
-    """An item in the player's inventory."""
-
-    inventory_item_id: Annotated[int, words("the item's id in the player's inventory")]
-    item_id: Annotated[int, words("catalogue item id")]
-    name: Annotated[str, words("the item's name")]
-    value_minor: Annotated[int, words("the item's value now, in `currency`")]
-    currency: CurrencyOut
-    cashback_minor: Annotated[
-        int | None, words("what a cash-back would pay now; null when not cashable")
-    ]
-    cashback_uncredited: UncreditedWire
-    state: Annotated[
-        str,
-        words(
-            '"unresolved", "consumed" (staked), "cashed_back", "shipping_requested" or "shipped"'
-        ),
-    ]
-    round_public_id: Annotated[str, words("the round that granted it")]
-    granted_at: Annotated[str, words("when it was granted (UTC ISO 8601)")]
-    held: Annotated[
-        bool | None, words("true while a cash-back credit for it is being confirmed")
-    ] = None
-
-
-class InventoryAnswer(Wire):
-    """The player's items, newest first."""
-
-    items: Annotated[list[InventoryItemWire], words("the items, newest first")]
-
-
-class CashoutAnswer(Wire):
-    """A credited cash-back."""
-
-    credited_minor: Annotated[int, words("the amount credited, in minor units of `currency`")]
-    currency: CurrencyOut
-    balance_after_minor: Annotated[
-        int | None, words("the casino balance after the credit, as the wallet reported it")
-    ]
-    items: Annotated[list[InventoryItemWire], words('the items, now "cashed_back"')]
-
-
-class ShippingAnswer(Wire):
-    """A recorded shipping request."""
-
-    shipment_id: Annotated[str, words("the shipment's id, s_ and 32 hex digits")]
-    items: Annotated[list[InventoryItemWire], words('the items, now "shipping_requested"')]
-
-
 class PrizesByItemsAnswer(PrizesAnswer, kw_only=True):
     """The prizes answer for a stake of items (interface 4.4): wagerMinor is their value."""
 
     stake: StakeWire
-
-
-class PlayItemsAnswer(Wire):
-    """A played items-mode round (interface 4.5): the stake is consumed win or lose."""
-
-    round: RoundWire
-    won_item: Annotated[WonItemWire | None, words("the granted item; null on a loss")]
-    stake: StakeWire
-    balance_after_minor: Annotated[None, words("always null: no wallet call")]
-    facts: FactsWire

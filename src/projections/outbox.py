@@ -20,10 +20,13 @@ one transaction by the ``ProjectionRunner``, so exactly once):
     now and on every rebuild.
 
 The body is ``{id, type: "round_settled", createdAt, operatorId, playerExternalId,
-data: {round, wonItem, stake, facts}}``; ``data`` is taken from ``play_answer`` over the
-same recorded opening and settlement, so ``round`` and ``facts`` equal the play answer's
-(``stake`` is null in balance mode). ``createdAt`` is the settle time. Hence rebuilding the
-projection from the log gives byte-identical ``webhook_outbox`` rows.
+data: {round, wonItem, stake, facts}}`` (``RoundSettledWebhook``); ``data`` is rendered by
+the play answer's builders over the same recorded opening and settlement, so ``round`` and
+``facts`` equal the play answer's (``stake`` is null in balance mode). ``createdAt`` is the
+settle time. Hence rebuilding the projection from the log gives byte-identical
+``webhook_outbox`` rows (with the code of the rebuild: a row is never rewritten, so a body
+rendered before the views grew a field, such as ``round.game``, is sent as it was
+rendered; only ``upgrader projections rebuild webhook_outbox`` renders it anew).
 
 Delivery bookkeeping is operational, not derived from the log, and lives apart in
 ``webhook_deliveries`` (state ``pending`` | ``delivered`` | ``dead``, attempts, next
@@ -47,10 +50,12 @@ from operator import itemgetter
 from typing import Any
 from uuid import UUID, uuid5
 
+import msgspec
 from eventsourcing.utils import get_topic
 
 from application.clock import iso_utc
-from application.games.upgrader.answers import play_answer
+from application.games.upgrader.answers import webhook_data
+from application.games.upgrader.views import RoundSettledWebhook
 from application.store.sql import execute_in_order
 from domain.config_history import OperatorProfile
 from domain.round import Round
@@ -94,21 +99,15 @@ def webhook_id(round_id: UUID) -> str:
 
 def render_payload(hook_id: str, opening: UpgraderOpening, settlement: UpgraderSettlement) -> str:
     """The exact body (compact, ASCII JSON) for a settled round."""
-    answer = play_answer(opening, settlement)
-    body = {
-        "id": hook_id,
-        "type": WEBHOOK_TYPE,
-        "createdAt": iso_utc(settlement.settled_at),
-        "operatorId": opening.operator_id,
-        "playerExternalId": opening.player_external_id,
-        "data": {
-            "round": answer["round"],
-            "wonItem": answer["wonItem"],
-            "stake": answer.get("stake"),
-            "facts": answer["facts"],
-        },
-    }
-    return json.dumps(body, separators=(",", ":"))
+    body = RoundSettledWebhook(
+        id=hook_id,
+        type=WEBHOOK_TYPE,
+        created_at=iso_utc(settlement.settled_at),
+        operator_id=opening.operator_id,
+        player_external_id=opening.player_external_id,
+        data=webhook_data(opening, settlement),
+    )
+    return json.dumps(msgspec.to_builtins(body), separators=(",", ":"))
 
 
 class WebhookOutbox:

@@ -11,6 +11,7 @@ import json
 from operator import itemgetter
 from typing import Any
 
+import msgspec
 from eventsourcing.utils import get_topic
 
 from application.games.upgrader.answers import round_wire
@@ -27,7 +28,8 @@ VOIDED = get_topic(Round.RoundVoided)
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=False)
+    """A recorded dict or a view (a struct) as stored: compact, ASCII, keys in order."""
+    return json.dumps(msgspec.to_builtins(value), separators=(",", ":"), sort_keys=False)
 
 
 class RoundHistory:
@@ -192,7 +194,7 @@ def list_rounds(
         rows = cur.fetchall()
     page = rows[:limit]
     next_cursor = page[-1][0] if len(rows) > limit else None
-    return [json.loads(view) for _, view in page], next_cursor
+    return [_view(view) for _, view in page], next_cursor
 
 
 def get_round(db: Any, operator_id: str, public_id: str) -> dict[str, Any] | None:
@@ -203,4 +205,16 @@ def get_round(db: Any, operator_id: str, public_id: str) -> dict[str, Any] | Non
             (operator_id, public_id),
         )
         row = cur.fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else _view(row[0])
+
+
+def _view(stored: str) -> dict[str, Any]:
+    """A stored view as answered. A settled round's view stored before rounds named their
+    game lacks ``game``: every such round is an Upgrader round (the only game then), so
+    it is answered with ``game: "upgrader"`` after ``status``, as the view is rendered
+    now (the stored row is left as it is; a rebuild renders it anew)."""
+    view = json.loads(stored)
+    if "game" in view or view.get("status") != "settled":
+        return view
+    head = {"publicId": view.pop("publicId"), "status": view.pop("status"), "game": "upgrader"}
+    return {**head, **view}

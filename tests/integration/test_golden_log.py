@@ -15,7 +15,11 @@ as they were stored (through the store's recorder, not by replaying commands), t
   heads are the recorded ones, and ``--expect-head`` with them holds.
 
 Never re-record these files to make this test pass: a NEW golden file is recorded beside
-them when the format grows (see ``tests/golden/record.py``).
+them when the format grows (see ``tests/golden/record.py``). The one edit made to
+``expected.json`` since it was recorded: when rounds came to name their game (decisions
+§10), ``"game":"upgrader"`` was inserted after ``"status":"settled"`` in each settled
+round's view (``round_history.view``, the webhook bodies' ``data.round``), 66 lines, by a
+script that changed nothing else; the events are as recorded.
 """
 
 from __future__ import annotations

@@ -201,9 +201,11 @@ def _assert_items_round(
     won = round_["isWin"]
     assert won is (round_["rolledBps"] < chance)
     nuggets = total if no_loss and not won else 0
+    assert list(round_)[:3] == ["publicId", "status", "game"]
     assert round_ == {
         **round_,
         "status": "settled",
+        "game": "upgrader",
         "mode": "items",
         "betMinor": total,
         "payoutMinor": _value(target) if won else 0,

@@ -189,9 +189,11 @@ def _assert_settled_answer(
     won = round_["isWin"]
     assert round_["rolledBps"] in range(10000)
     assert won is (round_["rolledBps"] < chance)
+    assert list(round_)[:3] == ["publicId", "status", "game"]  # decisions §10: after status
     assert round_ == {
         "publicId": round_["publicId"],
         "status": "settled",
+        "game": "upgrader",
         "mode": "balance",
         "betMinor": wager,
         "payoutMinor": target["valueMinor"] if won else 0,

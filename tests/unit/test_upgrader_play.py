@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import pytest
 from eventsourcing.application import AggregateNotFoundError
 
@@ -80,7 +81,8 @@ PLAY = PlayBalance("op-a", "p-1", "act-1", wager_minor=1000, chance_bps=5000, ta
 async def test_a_won_play_debits_the_bet_rolls_and_grants_the_target() -> None:
     server_seed = _seed(winning=True)
     plays, wallet, platform = _plays(server_seed, Accepted(9000, "t-1"))
-    answer = await plays.play(PLAY)
+    view = await plays.play(PLAY)
+    answer = msgspec.to_builtins(view)
     rid = round_id("op-a", "p-1", "act-1")
     public_id = f"r_{rid.hex}"
     rolled = roll(server_seed, CLIENT_SEED, 0)
@@ -88,6 +90,7 @@ async def test_a_won_play_debits_the_bet_rolls_and_grants_the_target() -> None:
         ("wallet.debit", 1000, "upgrader.wager")
     ]
     assert answer["round"]["publicId"] == public_id
+    assert (answer["round"]["status"], answer["round"]["game"]) == ("settled", "upgrader")
     assert (answer["round"]["rolledBps"], answer["round"]["isWin"]) == (rolled, True)
     assert (answer["round"]["payoutMinor"], answer["round"]["betMinor"]) == (1900, 1000)
     assert answer["round"]["fairness"] == {
@@ -111,14 +114,14 @@ async def test_a_won_play_debits_the_bet_rolls_and_grants_the_target() -> None:
     assert (granted.grant["item_id"], granted.grant["round_public_id"]) == (7, public_id)
     assert platform.events.repository.get(fairness_id("op-a", "p-1")).nonce == 1
     # a copy answers the same bytes without a second debit
-    assert await plays.play(PLAY) == answer
+    assert msgspec.json.encode(await plays.play(PLAY)) == msgspec.json.encode(view)
     assert len(wallet.calls) == 1
 
 
 async def test_a_lost_play_grants_nothing() -> None:
     server_seed = _seed(winning=False)
     plays, _, platform = _plays(server_seed, Accepted(9000, None))
-    answer = await plays.play(PLAY)
+    answer = msgspec.to_builtins(await plays.play(PLAY))
     rid = round_id("op-a", "p-1", "act-1")
     assert (answer["round"]["isWin"], answer["round"]["payoutMinor"], answer["wonItem"]) == (
         False,

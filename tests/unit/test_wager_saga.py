@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from msgspec import to_builtins
 
 from api.errors import status_of
 from application.clock import ManualClock
@@ -118,7 +119,7 @@ async def test_a_refused_debit_voids_the_round_with_the_wallets_code() -> None:
     rid, terms = _terms()
     with pytest.raises(PlatformError) as refused:
         await saga.play(rid, "body-1", lambda: terms)
-    assert (refused.value.code, status_of(refused.value), refused.value.extra) == (
+    assert (refused.value.code, status_of(refused.value), to_builtins(refused.value.extra)) == (
         "INSUFFICIENT_FUNDS",
         422,
         {"round": {"publicId": terms.public_id, "status": "voided"}, "balanceAfterMinor": 40},

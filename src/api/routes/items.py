@@ -17,23 +17,21 @@ from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.routes.upgrader import PLAY_ROUTE, PlayerQuery, prizes_answer
 from api.schemas_items import (
-    CashoutAnswer,
     CashoutBody,
-    InventoryAnswer,
-    PlayItemsAnswer,
     PlayItemsBody,
     PrizesByItemsAnswer,
     S2SCashoutBody,
     S2SPlayItemsBody,
     S2SShippingBody,
-    ShippingAnswer,
 )
 from api.services import Services
 from application.errors import validation_error
 from application.games.upgrader.play_items import PlayItems, stake_quote
+from application.games.upgrader.views import PlayItemsAnswer
 from application.inventory.cashout import CashoutCommand
 from application.inventory.items import listed_item_wire
 from application.inventory.shipping import ShippingCommand, ship
+from application.inventory.views import CashoutAnswer, InventoryAnswer, ShippingAnswer
 from application.store.calls import in_store
 from projections.inventory import ITEM_STATES, list_items
 
@@ -53,28 +51,29 @@ def prizes_by_items(
     chance_bps: int,
     currency: str | None,
     locale: str | None,
-) -> dict[str, Any]:
+) -> PrizesByItemsAnswer:
     quoted, stake, _, _ = stake_quote(
         runtime.platform, operator_id, player, ids, chance_bps, currency, for_play=False
     )
-    # The stake's items carry no "state" here (StakeItemWire would add a null one).
-    return {**msgspec.to_builtins(prizes_answer(runtime, quoted, locale)), "stake": stake}
+    # The stake's items carry no "state" here (StakeItemWire leaves it out when None).
+    prizes = prizes_answer(runtime, quoted, locale)
+    return PrizesByItemsAnswer(**msgspec.structs.asdict(prizes), stake=stake)
 
 
 def inventory(
     runtime: Services, operator_id: str, player: str, state_filter: str | None
-) -> dict[str, Any]:
+) -> InventoryAnswer:
     if state_filter is not None and state_filter not in ITEM_STATES:
         raise validation_error(f"state: one of {', '.join(ITEM_STATES)}")
     runtime.read_model("inventory")
     operator = runtime.platform.directory.operators[operator_id]
     catalog = runtime.platform.directory.catalog
     rows = list_items(runtime.platform.db, operator_id, player, state_filter)
-    return {
-        "items": [
+    return InventoryAnswer(
+        items=[
             listed_item_wire(operator, catalog, grant, state, held) for grant, state, held in rows
         ]
-    }
+    )
 
 
 def _ids(plain: list[int] | None, bracketed: list[int] | None) -> list[int]:

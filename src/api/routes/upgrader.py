@@ -18,23 +18,21 @@ from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.schemas import UpgraderConfigWire
 from api.schemas_upgrader import (
-    FairnessAnswer,
-    PlayAnswer,
     PlayBody,
     PrizesAnswer,
-    PrizeWire,
-    RotateAnswer,
     RotateBody,
     RoundsPage,
-    RoundWire,
     S2SPlayBody,
     S2SRotateBody,
     TargetBand,
 )
 from api.services import Services
 from application.errors import not_found, validation_error
+from application.games.upgrader.answers import prize_wire
 from application.games.upgrader.play_balance import PlayBalance
 from application.games.upgrader.quote import Quote, operator_for_mode, quote, upgrader_settings
+from application.games.upgrader.views import PlayAnswer, RoundWire
+from application.rounds.views import FairnessAnswer, RotateAnswer
 from application.store.calls import in_store, in_store_write
 from domain.signing import HEADER_SIGNATURE
 from projections.rounds import get_round, list_rounds
@@ -86,16 +84,7 @@ def prizes_answer(runtime: Services, quoted: Quote, locale: str | None) -> Prize
         target_band=TargetBand(
             lower_minor=quoted.band.lower_minor, upper_minor=quoted.band.upper_minor
         ),
-        prizes=[
-            PrizeWire(
-                item_id=p.item_id,
-                name=p.name,
-                value_minor=p.value_minor,
-                currency=p.currency,
-                image_url=p.image_url,
-            )
-            for p in quoted.prizes(runtime.platform.directory, locale)
-        ],
+        prizes=[prize_wire(p) for p in quoted.prizes(runtime.platform.directory, locale)],
         config=UpgraderConfigWire.of(quoted.config),
     )
 

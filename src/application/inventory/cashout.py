@@ -24,9 +24,18 @@ from uuid import UUID
 import anyio
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
+from msgspec import to_builtins
+from msgspec.structs import replace
 
 from application.errors import PlatformError, WalletRefusal, outcome_unknown
-from application.inventory.items import check_item_ids, count, item_wire, load_open_items
+from application.inventory.items import (
+    check_item_ids,
+    count,
+    item_wire,
+    load_open_items,
+    recorded_items,
+)
+from application.inventory.views import CashoutAnswer
 from application.platform import Platform
 from application.rounds.actions import (
     ActionLocks,
@@ -64,13 +73,16 @@ def item_not_available(number: int) -> PlatformError:
     )
 
 
-def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> dict[str, Any]:
-    return {
-        "creditedMinor": request["credited_minor"],
-        "currency": request["currency"],
-        "balanceAfterMinor": balance_after_minor,
-        "items": [{**item, "state": "cashed_back", "held": False} for item in request["items"]],
-    }
+def cashout_answer(request: dict[str, Any], balance_after_minor: int | None) -> CashoutAnswer:
+    return CashoutAnswer(
+        credited_minor=request["credited_minor"],
+        currency=request["currency"],
+        balance_after_minor=balance_after_minor,
+        items=[
+            replace(item, state="cashed_back", held=False)
+            for item in recorded_items(request["items"])
+        ],
+    )
 
 
 def refused_credit_error(wallet_code: str, balance_after_minor: int | None) -> PlatformError:
@@ -179,7 +191,7 @@ class Cashouts:
         self.wake_reconciler = wake_reconciler
         self.locks = ActionLocks()
 
-    async def cash_out(self, command: CashoutCommand) -> dict[str, Any]:
+    async def cash_out(self, command: CashoutCommand) -> CashoutAnswer:
         cid = cashout_id(command.operator_id, command.player_external_id, command.client_action_id)
         operator = self.platform.directory.operators[command.operator_id]
         body_print = fingerprint(
@@ -190,7 +202,7 @@ class Cashouts:
                 step = await in_store_write(self._prepare, command, cid, body_print)
             except StoreOutcomeUnknown:  # the held items and the attempt may still land
                 raise outcome_unknown("the cash-back may have been recorded") from None
-            if isinstance(step, dict):
+            if isinstance(step, CashoutAnswer):
                 return step
             if isinstance(step, _AwaitOther):
                 return await self._await_other(cid, step.attempt)
@@ -205,7 +217,7 @@ class Cashouts:
 
     def _prepare(
         self, command: CashoutCommand, cid: UUID, body_print: str
-    ) -> dict[str, Any] | _AwaitOther | tuple[Cashout, int]:
+    ) -> CashoutAnswer | _AwaitOther | tuple[Cashout, int]:
         """The answer of a finished action, an attempt to wait for, or the attempt to send.
 
         A check that fails, or a commit that conflicts, because a copy of the action was
@@ -229,7 +241,7 @@ class Cashouts:
 
     def _known(
         self, existing: Cashout, body_print: str
-    ) -> dict[str, Any] | _AwaitOther | tuple[Cashout, int] | None:
+    ) -> CashoutAnswer | _AwaitOther | tuple[Cashout, int] | None:
         """What a recorded action answers; None when it needs a new attempt (refused)."""
         if existing.request["fingerprint"] != body_print:
             raise idempotency_conflict()
@@ -279,13 +291,15 @@ class Cashouts:
             "fx_rate": next(c.rate for c in operator.config.currencies if c.code == currency.code),
             "credited_minor": sum(c.value_minor for c in counted),
             "items": [
-                item_wire(
-                    c.item.grant,
-                    "unresolved",
-                    reprice(c.item.grant["grant_value_base_minor"], operator.base, currency),
-                    currency.code,
-                    c.value_minor,
-                    c.uncredited,
+                to_builtins(
+                    item_wire(
+                        c.item.grant,
+                        "unresolved",
+                        reprice(c.item.grant["grant_value_base_minor"], operator.base, currency),
+                        currency.code,
+                        c.value_minor,
+                        c.uncredited,
+                    )
                 )
                 for c in counted
             ],
@@ -299,7 +313,7 @@ class Cashouts:
         self.platform.events.save(cashout, *items)
         return cashout, attempt
 
-    async def _await_other(self, cid: UUID, attempt: int) -> dict[str, Any]:
+    async def _await_other(self, cid: UUID, attempt: int) -> CashoutAnswer:
         """Another request sends this attempt: wait (up to the wallet timeout) for its
         recorded answer rather than send the same key alongside it."""
         deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
@@ -310,7 +324,7 @@ class Cashouts:
             await asyncio.sleep(0.05)
         raise action_in_progress()
 
-    async def _credit(self, cashout: Cashout, attempt: int) -> dict[str, Any]:
+    async def _credit(self, cashout: Cashout, attempt: int) -> CashoutAnswer:
         if cashout.request["credited_minor"] == 0:
             outcome: WalletOutcome = Accepted(None, None)
         else:
@@ -328,7 +342,7 @@ class Cashouts:
         record_credit_outcome(self.platform, cid, attempt, outcome)
         return self.platform.events.repository.get(cid)
 
-    def _recorded_answer(self, cashout: Cashout, attempt: int) -> dict[str, Any]:
+    def _recorded_answer(self, cashout: Cashout, attempt: int) -> CashoutAnswer:
         """The answer of an attempt as recorded: every copy answers the same bytes."""
         if cashout.status == "credited":
             return cashout_answer(cashout.request, cashout.outcome["balance_after_minor"])

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 from eventsourcing.application import AggregateNotFoundError
 
 from application.clock import iso_utc
 from application.config.directory import Operator
 from application.errors import PlatformError, validation_error
+from application.inventory.views import InventoryItemWire, UncreditedWire
 from application.platform import Platform
 from domain.catalog import CatalogItem
 from domain.ids import inventory_item_id
@@ -125,18 +127,18 @@ def base_of(grant: dict[str, Any]) -> Currency:
     return Currency(code=grant["base_currency"], rate=Fraction(1), exponent=grant["base_exponent"])
 
 
-ZERO_UNCREDITED = {"priceFallMinor": 0, "priceRiseMinor": 0, "creditsShareMinor": 0}
+ZERO_UNCREDITED = UncreditedWire(price_fall_minor=0, price_rise_minor=0, credits_share_minor=0)
 
 
-def uncredited_wire(parts: dict[str, int] | None) -> dict[str, int]:
+def uncredited_wire(parts: dict[str, int] | None) -> UncreditedWire:
     """A cash-back's uncredited parts on the wire (zeros when there are none)."""
     if not parts:
-        return dict(ZERO_UNCREDITED)
-    return {
-        "priceFallMinor": parts["price_fall_minor"],
-        "priceRiseMinor": parts["price_rise_minor"],
-        "creditsShareMinor": parts["credits_share_minor"],
-    }
+        return ZERO_UNCREDITED
+    return UncreditedWire(
+        price_fall_minor=parts["price_fall_minor"],
+        price_rise_minor=parts["price_rise_minor"],
+        credits_share_minor=parts["credits_share_minor"],
+    )
 
 
 def item_wire(
@@ -146,20 +148,22 @@ def item_wire(
     currency: str,
     cashback_minor: int | None,
     uncredited: dict[str, int] | None,
-) -> dict[str, Any]:
+    held: bool | None = None,
+) -> InventoryItemWire:
     """An inventory item on the wire (decisions §8)."""
-    return {
-        "inventoryItemId": grant["inventory_item_id"],
-        "itemId": grant["item_id"],
-        "name": grant["name"],
-        "valueMinor": value_minor,
-        "currency": currency,
-        "cashbackMinor": cashback_minor,
-        "cashbackUncredited": uncredited_wire(uncredited),
-        "state": state,
-        "roundPublicId": grant["round_public_id"],
-        "grantedAt": iso_utc(grant["granted_at"]),
-    }
+    return InventoryItemWire(
+        inventory_item_id=grant["inventory_item_id"],
+        item_id=grant["item_id"],
+        name=grant["name"],
+        value_minor=value_minor,
+        currency=currency,
+        cashback_minor=cashback_minor,
+        cashback_uncredited=uncredited_wire(uncredited),
+        state=state,
+        round_public_id=grant["round_public_id"],
+        granted_at=iso_utc(grant["granted_at"]),
+        held=held,
+    )
 
 
 def listed_item_wire(
@@ -168,7 +172,7 @@ def listed_item_wire(
     grant: dict[str, Any],
     state: str,
     held: bool = False,
-) -> dict[str, Any]:
+) -> InventoryItemWire:
     """An inventory listing row: value at grant; cash-back estimate now, at today's rate.
 
     The estimate is null unless the item can be cashed back now (unresolved, not held,
@@ -176,16 +180,20 @@ def listed_item_wire(
     currency = operator.currencies.get(grant["currency"]) or item_currency(grant)
     value, uncredited, cashable = count_grant(operator, catalog, grant, currency)
     open_now = state == "unresolved" and not held and cashable
-    wire = item_wire(
+    return item_wire(
         grant,
         state,
         grant["value_minor"],
         grant["currency"],
         value if open_now else None,
         uncredited if open_now else None,
+        held,
     )
-    wire["held"] = held
-    return wire
+
+
+def recorded_items(items: list[dict[str, Any]]) -> list[InventoryItemWire]:
+    """Items as a cash-back or shipping request recorded them (their views' dicts)."""
+    return msgspec.convert(items, list[InventoryItemWire])
 
 
 def repriced_grant_value(operator: Operator, grant: dict[str, Any], currency: Currency) -> int:

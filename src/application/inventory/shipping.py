@@ -12,10 +12,17 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
+from msgspec import to_builtins
 
 from application.errors import PlatformError, not_found, outcome_unknown
 from application.inventory.cashout import item_not_available
-from application.inventory.items import check_item_ids, listed_item_wire, load_open_items
+from application.inventory.items import (
+    check_item_ids,
+    listed_item_wire,
+    load_open_items,
+    recorded_items,
+)
+from application.inventory.views import ShippingAnswer
 from application.platform import Platform
 from application.rounds.actions import action_in_progress, fingerprint, idempotency_conflict
 from application.store.calls import StoreOutcomeUnknown, in_store_write
@@ -31,11 +38,11 @@ class ShippingCommand:
     address: dict[str, str]
 
 
-def shipping_answer(request: dict[str, Any]) -> dict[str, Any]:
-    return {"shipmentId": request["public_id"], "items": request["items"]}
+def shipping_answer(request: dict[str, Any]) -> ShippingAnswer:
+    return ShippingAnswer(shipment_id=request["public_id"], items=recorded_items(request["items"]))
 
 
-def request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+def request_shipping(platform: Platform, command: ShippingCommand) -> ShippingAnswer:
     """The shipping request's answer, the original one for every copy of the action.
 
     A copy that meets the action's record answers from it (409 when its body differs);
@@ -66,7 +73,7 @@ def request_shipping(platform: Platform, command: ShippingCommand) -> dict[str, 
     raise action_in_progress()
 
 
-async def ship(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
+async def ship(platform: Platform, command: ShippingCommand) -> ShippingAnswer:
     """``request_shipping`` as a request's store call: one commit, which may still land
     when the call is abandoned at its deadline after it began (``OUTCOME_UNKNOWN``)."""
     try:
@@ -75,7 +82,7 @@ async def ship(platform: Platform, command: ShippingCommand) -> dict[str, Any]:
         raise outcome_unknown("the shipping request may have been recorded") from None
 
 
-def _recorded_answer(platform: Platform, sid: UUID, body_print: str) -> dict[str, Any] | None:
+def _recorded_answer(platform: Platform, sid: UUID, body_print: str) -> ShippingAnswer | None:
     try:
         existing: Shipment = platform.events.repository.get(sid)
     except AggregateNotFoundError:
@@ -91,7 +98,7 @@ def _new_request(
     request_key: dict[str, str],
     sid: UUID,
     body_print: str,
-) -> dict[str, Any]:
+) -> ShippingAnswer:
     check_item_ids(command.inventory_item_ids, "inventoryItemIds")
     operator = platform.directory.operators[command.operator_id]
     items = load_open_items(
@@ -119,7 +126,8 @@ def _new_request(
         "fingerprint": body_print,
         "address": dict(command.address),
         "items": [
-            listed_item_wire(operator, catalog, item.grant, "shipping_requested") for item in items
+            to_builtins(listed_item_wire(operator, catalog, item.grant, "shipping_requested"))
+            for item in items
         ],
         "requested_at": now,
     }

@@ -18,6 +18,13 @@ from application.clock import iso_utc
 from application.errors import PlatformError, validation_error
 from application.platform import Platform
 from application.rounds.actions import fingerprint, idempotency_conflict
+from application.rounds.views import (
+    ActiveSeed,
+    FairnessAnswer,
+    PreviousSeed,
+    RevealedSeed,
+    RotateAnswer,
+)
 from domain.fairness import is_valid_client_seed, seed_hash
 from domain.ids import fairness_id
 from domain.player_fairness import PlayerFairness
@@ -108,12 +115,12 @@ class FairnessService:
                 continue
         raise PlatformError("SERVICE_UNAVAILABLE", "fairness state is contended; retry")
 
-    def read(self, operator_id: str, player: str) -> dict[str, Any]:
+    def read(self, operator_id: str, player: str) -> FairnessAnswer:
         fairness = self._saved(operator_id, player)
-        return {
-            "active": active_wire(fairness),
-            "revealed": [revealed_wire(entry) for entry in reversed(fairness.revealed)],
-        }
+        return FairnessAnswer(
+            active=active_wire(fairness),
+            revealed=[revealed_wire(entry) for entry in reversed(fairness.revealed)],
+        )
 
     def rotate(
         self,
@@ -121,7 +128,7 @@ class FairnessService:
         player: str,
         client_seed: str | None,
         action_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RotateAnswer:
         """Reveal the active seed and start the next pair. ``action_key`` names the
         client action (README, "Provable fairness"): a copy of it answers the original
         rotation byte for byte and rotates nothing; another body under it answers 409.
@@ -150,46 +157,46 @@ class FairnessService:
                 continue
             if action_key is not None:
                 return rotation_answer(fairness, action_key)
-            return {"previous": previous_wire(revealed), "active": active_wire(fairness)}
+            return RotateAnswer(previous=previous_wire(revealed), active=active_wire(fairness))
         raise PlatformError("SERVICE_UNAVAILABLE", "fairness state is contended; retry")
 
 
-def previous_wire(revealed: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "serverSeed": revealed["server_seed"],
-        "serverSeedHash": revealed["server_seed_hash"],
-        "clientSeed": revealed["client_seed"],
-        "lastNonce": revealed["last_nonce"],
-    }
+def previous_wire(revealed: dict[str, Any]) -> PreviousSeed:
+    return PreviousSeed(
+        server_seed=revealed["server_seed"],
+        server_seed_hash=revealed["server_seed_hash"],
+        client_seed=revealed["client_seed"],
+        last_nonce=revealed["last_nonce"],
+    )
 
 
-def rotation_answer(fairness: PlayerFairness, action_key: str) -> dict[str, Any]:
+def rotation_answer(fairness: PlayerFairness, action_key: str) -> RotateAnswer:
     """A recorded rotation's answer, as it was given (the pair it started, at nonce 0)."""
     rotation = fairness.rotations[action_key]
-    return {
-        "previous": previous_wire(fairness.revealed[rotation["revealed"]]),
-        "active": {
-            "serverSeedHash": rotation["server_seed_hash"],
-            "clientSeed": rotation["client_seed"],
-            "nonce": 0,
-        },
-    }
+    return RotateAnswer(
+        previous=previous_wire(fairness.revealed[rotation["revealed"]]),
+        active=ActiveSeed(
+            server_seed_hash=rotation["server_seed_hash"],
+            client_seed=rotation["client_seed"],
+            nonce=0,
+        ),
+    )
 
 
-def active_wire(fairness: PlayerFairness) -> dict[str, Any]:
-    return {
-        "serverSeedHash": fairness.server_seed_hash,
-        "clientSeed": fairness.client_seed,
-        "nonce": fairness.nonce,
-    }
+def active_wire(fairness: PlayerFairness) -> ActiveSeed:
+    return ActiveSeed(
+        server_seed_hash=fairness.server_seed_hash,
+        client_seed=fairness.client_seed,
+        nonce=fairness.nonce,
+    )
 
 
-def revealed_wire(entry: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "serverSeed": entry["server_seed"],
-        "serverSeedHash": entry["server_seed_hash"],
-        "clientSeed": entry["client_seed"],
-        "firstNonce": entry["first_nonce"],
-        "lastNonce": entry["last_nonce"],
-        "revealedAt": iso_utc(entry["revealed_at"]),
-    }
+def revealed_wire(entry: dict[str, Any]) -> RevealedSeed:
+    return RevealedSeed(
+        server_seed=entry["server_seed"],
+        server_seed_hash=entry["server_seed_hash"],
+        client_seed=entry["client_seed"],
+        first_nonce=entry["first_nonce"],
+        last_nonce=entry["last_nonce"],
+        revealed_at=iso_utc(entry["revealed_at"]),
+    )

@@ -52,12 +52,13 @@ class WagerGame(Protocol):
 
     reason: str  # the ``wallet.debit`` reason, e.g. "upgrader.wager"
 
-    def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> dict[str, Any]:
+    def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> Any:
         """Record the accepted ``debit`` and the round's settlement in one commit (in a
-        store thread; ``saved`` is the round as this process saved it) and answer."""
+        store thread; ``saved`` is the round as this process saved it) and answer (the
+        game's answer view, a struct)."""
         ...
 
-    def answer(self, round_: Round) -> dict[str, Any]:
+    def answer(self, round_: Round) -> Any:
         """The answer of a round settled before (a copy of the action)."""
         ...
 
@@ -78,11 +79,9 @@ class WagerSaga:
 
     # -- entry point ----------------------------------------------------------------------
 
-    async def play(
-        self, rid: UUID, body_print: str, open_round: Callable[[], RoundTerms]
-    ) -> dict[str, Any]:
+    async def play(self, rid: UUID, body_print: str, open_round: Callable[[], RoundTerms]) -> Any:
         """Play the action ``rid``; ``open_round`` runs the game's checks and gives its
-        opening (it raises the game's refusal)."""
+        opening (it raises the game's refusal). Answers the game's answer view."""
         async with self.locks.hold(rid):
             # A new action is the common case: open it straight away. A known one shows
             # itself as a failed check (it may have been valid when it was recorded) or
@@ -123,7 +122,7 @@ class WagerSaga:
             key, terms.wager_minor, terms.currency, self.platform.clock.now()
         )
 
-    async def _resume(self, round_: Round, body_print: str) -> dict[str, Any]:
+    async def _resume(self, round_: Round, body_print: str) -> Any:
         terms = RoundTerms.of(round_.opening)
         if terms.fingerprint != body_print:
             raise idempotency_conflict()
@@ -161,7 +160,7 @@ class WagerSaga:
             raise action_in_progress() from None
         return round_, attempt
 
-    async def _await_other(self, rid: UUID, body_print: str) -> dict[str, Any]:
+    async def _await_other(self, rid: UUID, body_print: str) -> Any:
         """Another process holds this action: wait (up to the wallet timeout) for its answer."""
         deadline = anyio.current_time() + self.platform.config.service.wallet_timeout_seconds
         while anyio.current_time() < deadline:
@@ -175,7 +174,7 @@ class WagerSaga:
             await asyncio.sleep(0.05)
         raise action_in_progress()
 
-    async def _debit(self, round_: Round, terms: RoundTerms, attempt: int) -> dict[str, Any]:
+    async def _debit(self, round_: Round, terms: RoundTerms, attempt: int) -> Any:
         """Ask the wallet; ``round_`` is the aggregate as this process just saved it."""
         rid = round_.id
         operator = self.platform.directory.operators[terms.operator_id]
@@ -218,7 +217,7 @@ class WagerSaga:
         self.wake_reconciler()
         raise wallet_unavailable()
 
-    def _settle(self, saved: Round, attempt: int, key: str, outcome: Accepted) -> dict[str, Any]:
+    def _settle(self, saved: Round, attempt: int, key: str, outcome: Accepted) -> Any:
         debit = {
             "attempt": attempt,
             "idempotency_key": key,

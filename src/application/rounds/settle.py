@@ -29,11 +29,12 @@ SETTLE_ATTEMPTS = 10
 @dataclass(frozen=True)
 class Drawn:
     """A game's draw for one try: its settlement record, the aggregates it changed (saved
-    after the round, in this order: the seed pair, then what it grants) and the answer."""
+    after the round, in this order: the seed pair, then what it grants) and the answer
+    (the game's answer view)."""
 
     settlement: Record
     changed: list[Any]
-    answer: dict[str, Any]
+    answer: Any
 
 
 def settle_with_retries(
@@ -42,9 +43,9 @@ def settle_with_retries(
     attempt: int | None,
     debit: dict[str, Any] | None,
     draw: Callable[[Round, int | None], Drawn],
-    recorded_answer: Callable[[Round], dict[str, Any]],
+    recorded_answer: Callable[[Round], Any],
     extra: Callable[[Round], list[Any]] | None = None,
-) -> dict[str, Any]:
+) -> Any:
     """Balance mode passes the accepted ``debit`` (``draw`` is given its balance after);
     items mode passes ``extra``, which gives the consumed stake's aggregates to save in
     the same commit."""

@@ -2,17 +2,29 @@
 
 The wallet's own code is answered when it is well formed (``PLAYER_BLOCKED`` 403, any
 other 422), with the voided round; a wallet that does not confirm a debit is 503.
+A voided round is the head of every game's round view (``RoundHead``) and nothing more
+(interface 2.1): its public id and status.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from application.errors import PlatformError, WalletRefusal
+from application.wire import Wire, words
 
 
-def voided_round_wire(public_id: str) -> dict[str, str]:
-    return {"publicId": public_id, "status": "voided"}
+class RoundHead(Wire):
+    """The first fields of every game's round view (a game's round view extends it); a
+    voided round (the wallet refused the debit) is these alone."""
+
+    public_id: Annotated[str, words("the round's id, r_ and 32 hex digits")]
+    status: Annotated[str, words('"settled", or "voided" when the wallet refused the debit')]
+
+
+def voided_round_wire(public_id: str) -> RoundHead:
+    return RoundHead(public_id=public_id, status="voided")
 
 
 WALLET_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")

@@ -16,6 +16,7 @@ from application.games.upgrader.answers import recorded_answer
 from application.games.upgrader.opening import round_opening
 from application.games.upgrader.quote import check_target, operator_for_mode, quote
 from application.games.upgrader.settlement import settle_round
+from application.games.upgrader.views import AnyPlayAnswer
 from application.platform import Platform
 from application.rounds.actions import fingerprint
 from application.rounds.fairness import FairnessService
@@ -55,7 +56,7 @@ class BalancePlays:
         self.fairness = fairness
         self.saga = WagerSaga(platform, wallet, self, wake_reconciler)
 
-    async def play(self, command: PlayBalance) -> dict[str, Any]:
+    async def play(self, command: PlayBalance) -> AnyPlayAnswer:
         rid = round_id(command.operator_id, command.player_external_id, command.client_action_id)
         operator = self.platform.directory.operators[command.operator_id]
         body_print = fingerprint(
@@ -94,7 +95,7 @@ class BalancePlays:
 
     # -- WagerGame ----------------------------------------------------------------------
 
-    def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> dict[str, Any]:
+    def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> AnyPlayAnswer:
         # The first try settles the aggregate this process saved (no read); if another
         # process changed the round meanwhile, the commit conflicts and later tries
         # read it afresh.
@@ -107,5 +108,5 @@ class BalancePlays:
             debit,
         )
 
-    def answer(self, round_: Round) -> dict[str, Any]:
+    def answer(self, round_: Round) -> AnyPlayAnswer:
         return recorded_answer(round_)

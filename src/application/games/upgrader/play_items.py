@@ -15,6 +15,8 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
+from msgspec import to_builtins
+from msgspec.structs import replace
 
 from application.errors import PlatformError, outcome_unknown
 from application.games.upgrader.answers import recorded_answer
@@ -28,6 +30,11 @@ from application.games.upgrader.quote import (
     upgrader_settings,
 )
 from application.games.upgrader.settlement import settle_round
+from application.games.upgrader.views import (
+    AnyPlayAnswer,
+    StakeItemWire,
+    StakeWire,
+)
 from application.inventory.items import check_item_ids, count, load_open_items, sum_uncredited
 from application.platform import Platform
 from application.rounds.actions import ActionLocks, fingerprint, idempotency_conflict
@@ -71,7 +78,7 @@ def stake_quote(
     currency_code: str | None,
     *,
     for_play: bool,
-) -> tuple[Quote, dict[str, Any], dict[str, Any], list]:
+) -> tuple[Quote, StakeWire, dict[str, Any], list]:
     """Checks in the order of decisions §7 and the counted stake (shared with prizes).
 
     The ids' shape (none, more than 20, one twice) is malformed input: it is answered
@@ -85,20 +92,20 @@ def stake_quote(
     counted = [count(operator, platform.directory.catalog, item, currency) for item in items]
     total = sum(c.value_minor for c in counted)
     quoted = quote(operator, currency.code, total, chance_bps, for_play=for_play)
-    stake = {
-        "currency": currency.code,
-        "totalMinor": total,
-        "items": [
-            {
-                "inventoryItemId": c.item.grant["inventory_item_id"],
-                "itemId": c.item.grant["item_id"],
-                "name": c.item.grant["name"],
-                "valueMinor": c.value_minor,
-                "currency": currency.code,
-            }
+    stake = StakeWire(
+        currency=currency.code,
+        total_minor=total,
+        items=[
+            StakeItemWire(
+                inventory_item_id=c.item.grant["inventory_item_id"],
+                item_id=c.item.grant["item_id"],
+                name=c.item.grant["name"],
+                value_minor=c.value_minor,
+                currency=currency.code,
+            )
             for c in counted
         ],
-    }
+    )
     return quoted, stake, sum_uncredited(counted), items
 
 
@@ -108,7 +115,7 @@ class ItemsPlays:
         self.fairness = fairness
         self.locks = ActionLocks()
 
-    async def play(self, command: PlayItems) -> dict[str, Any]:
+    async def play(self, command: PlayItems) -> AnyPlayAnswer:
         # malformed input first (decisions §7): before idempotency, game and mode
         check_item_ids(command.stake_item_ids, "stakeItemIds")
         rid = round_id(command.operator_id, command.player_external_id, command.client_action_id)
@@ -126,7 +133,7 @@ class ItemsPlays:
             except StoreOutcomeUnknown:  # its one commit may still land
                 raise outcome_unknown("the play may have been recorded") from None
 
-    def _existing(self, rid: UUID, body_print: str) -> dict[str, Any] | None:
+    def _existing(self, rid: UUID, body_print: str) -> AnyPlayAnswer | None:
         try:
             round_: Round = self.platform.events.repository.get(rid)
         except AggregateNotFoundError:
@@ -135,7 +142,7 @@ class ItemsPlays:
             raise idempotency_conflict()
         return recorded_answer(round_)
 
-    def _play(self, command: PlayItems, rid: UUID, body_print: str) -> dict[str, Any]:
+    def _play(self, command: PlayItems, rid: UUID, body_print: str) -> AnyPlayAnswer:
         # A new action is the common case: check and play it straight away. A recorded
         # one fails a check (its stake is consumed) or conflicts at the commit, and then
         # answers from its record.
@@ -167,7 +174,9 @@ class ItemsPlays:
             client_action_id=command.client_action_id,
             mode="items",
             fingerprint=body_print,
-            stake={**stake, "items": [{**i, "state": "consumed"} for i in stake["items"]]},
+            stake=to_builtins(
+                replace(stake, items=[replace(i, state="consumed") for i in stake.items])
+            ),
             stake_counted_minor=quoted.wager_minor,
             stake_uncredited=uncredited,
         )

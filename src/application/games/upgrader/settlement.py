@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from application.games.upgrader.answers import play_answer, recorded_answer
+from application.games.upgrader.views import AnyPlayAnswer
 from application.platform import Platform
 from application.rounds.fairness import FairnessService
 from application.rounds.settle import Drawn, settle_with_retries
@@ -144,7 +145,7 @@ def settle_round(
     attempt: int | None,
     debit: dict[str, Any] | None,
     extra: Callable[[Round], list[Any]] | None = None,
-) -> dict[str, Any]:
+) -> AnyPlayAnswer:
     """Roll and record (``rounds.settle.settle_with_retries``: retried when another round
     of the player took the nonce first).
 
