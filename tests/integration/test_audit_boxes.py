@@ -312,6 +312,41 @@ def test_the_audit_of_box_rounds_holds_with_exact_counts(log: Log, capsys) -> No
     assert "OK: every rule holds" in printed
 
 
+def test_box_events_take_the_audits_fast_path(log: Log) -> None:
+    """Box rounds' and the box catalogue's events decode with msgspec exactly as the
+    mapper decodes them, and the audit reports the same either way."""
+    from application.audit.auditor import Auditor, open_store
+    from tests.integration.test_audit_fast_paths import notifications, typed
+
+    events, db = open_store(log.url)
+    try:
+        reports = []
+        for fast in (True, False):
+            auditor = Auditor(events, db)
+            auditor.decoder.enabled = fast
+            report = auditor.run().as_json()
+            del report["seconds"]
+            reports.append(report)
+            assert (auditor.decoder.fast, auditor.decoder.slow) == (
+                (log.events, 0) if fast else (0, log.events)
+            )
+        assert reports[0] == reports[1] and reports[0]["ok"] is True
+        decoder = Auditor(events, db).decoder
+        topics = set()
+        for notification in notifications(events):
+            if "box" in notification.topic.lower() or "Round." in notification.topic:
+                fast, slow = (
+                    decoder.decode(notification),
+                    events.mapper.to_domain_event(notification),
+                )
+                assert typed(vars(fast)) == typed(vars(slow)), notification.id
+                topics.add(notification.topic.split(":")[1])
+        assert {"BoxCatalogRecord.VersionRecorded", "Round.Opened", "Round.RoundSettled"} <= topics
+    finally:
+        db.close()
+        events.close()
+
+
 # -- tampered copies -------------------------------------------------------------------------
 
 
