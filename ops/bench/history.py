@@ -205,7 +205,7 @@ class HistoryWriter:
             if self.webhook_url:
                 hook = webhook_id(past.rid)
                 at = settlement["settled_at"]
-                payload = render_payload(hook, *typed)
+                payload = render_payload(hook, _json(opening), settlement)
                 rows["webhook_outbox"].append(
                     (hook, rid_hex, operator, player, settled_at, at, payload)
                 )

@@ -53,6 +53,13 @@ class ErrorBody(msgspec.Struct, frozen=True, rename="camel"):
             "the wallet reported (or read with wallet.balance), null when unknown"
         ),
     ] = None
+    current_box_version_id: Annotated[
+        int | None,
+        Meta(
+            description="on BOX_VERSION_CHANGED only: the box's version offered now, the one "
+            "to open (null when the box has no active version)"
+        ),
+    ] = None
 
 
 # What Litestar documents on every route; ``api.openapi_doc`` replaces it in the document by
@@ -99,6 +106,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "IDEMPOTENCY_CONFLICT": 409,
     "ACTION_IN_PROGRESS": 409,
     "SHIPMENT_ALREADY_DISPATCHED": 409,
+    "BOX_VERSION_CHANGED": 409,
     "PAYLOAD_TOO_LARGE": 413,
     "VALIDATION_ERROR": 422,
     "UNSUPPORTED_CURRENCY": 422,
@@ -110,6 +118,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "ITEM_NOT_AVAILABLE": 422,
     "ITEM_NOT_CASHABLE": 422,
     "ITEM_NOT_SHIPPABLE": 422,
+    "BOX_UNAVAILABLE": 422,
     "INSUFFICIENT_FUNDS": 422,
     "WALLET_REFUSED": 422,
     "RATE_LIMITED": 429,

@@ -19,7 +19,8 @@ with the error body). So, once the app is built:
 - the examples (``api/openapi_examples.json``, real answers recorded by a test) go on the
   parameters, request bodies and responses;
 - the HMAC envelope's three headers are security schemes required together, the overview
-  is ``info.description``, and ``webhooks`` documents ``round_settled``.
+  is ``info.description``, and ``webhooks`` documents ``round_settled`` (its body is one
+  of two: an Upgrader round's or a box round's).
 
 The same document is checked in as ``docs/openapi.json`` (for reading without a running
 platform); regenerate it with
@@ -55,6 +56,7 @@ from api.openapi_guide import (
 )
 from api.openapi_operations import OPERATIONS, PLAYER_WHO, S2S_WHO, WALLET_CODE
 from application.games.boxes.answers import BoxesAnswer
+from application.games.boxes.round_answers import BoxRoundSettledWebhook
 from application.games.upgrader.views import RoundSettledWebhook
 from application.wire import Wire
 
@@ -184,7 +186,11 @@ def _finish_operation(
 
 
 def _webhooks(recorded: dict[str, Any]) -> dict[str, Any]:
-    media: dict[str, Any] = {"schema": {"$ref": REF_TEMPLATE.format(name="RoundSettledWebhook")}}
+    # one body per kind of round (msgspec cannot put two untagged structs in a union)
+    bodies = [RoundSettledWebhook.__name__, BoxRoundSettledWebhook.__name__]
+    media: dict[str, Any] = {
+        "schema": {"oneOf": [{"$ref": REF_TEMPLATE.format(name=name)} for name in bodies]}
+    }
     if "round_settled" in recorded:
         media["examples"] = _media_examples(recorded["round_settled"])
     return {
@@ -221,7 +227,7 @@ def finish_openapi(app: Litestar) -> dict[str, Any]:
     for name in list(schemas):
         if name in exact:
             schemas[name] = exact[name]
-    for name in _referenced([RoundSettledWebhook.__name__], exact):
+    for name in _referenced([RoundSettledWebhook.__name__, BoxRoundSettledWebhook.__name__], exact):
         schemas[name] = exact[name]
     document["info"]["description"] = OVERVIEW
     recorded = examples()

@@ -57,7 +57,12 @@ ERROR_CODES: dict[str, str] = {
     "NOT_FOUND": (
         "nothing at this path: no such round of this operator, or a path id that is not a number"
     ),
-    "BOX_NOT_FOUND": "no such box or box version",
+    "BOX_NOT_FOUND": "no such box or box version (a launch: no box offered under that id)",
+    "BOX_VERSION_CHANGED": (
+        "the box version is not the one offered now; the body's currentBoxVersionId names "
+        "the version to open (null when the box has no active version)"
+    ),
+    "BOX_UNAVAILABLE": "an item of the box version is no longer active or fulfillable",
     "IDEMPOTENCY_CONFLICT": "this clientActionId was used with a different body",
     "ACTION_IN_PROGRESS": (
         "this clientActionId is being carried out by another request; retry shortly"
@@ -67,7 +72,9 @@ ERROR_CODES: dict[str, str] = {
         "malformed input: a field or parameter missing, of the wrong type or out of its "
         "range, an unknown body field, a duplicate key; the message names the field"
     ),
-    "LAUNCH_TARGET_INVALID": "an Upgrader launch takes an empty target",
+    "LAUNCH_TARGET_INVALID": (
+        'an Upgrader launch takes an empty target, a box launch {"boxId": <integer>}'
+    ),
     "UNSUPPORTED_CURRENCY": "the currency is not configured for this operator",
     "UPGRADER_CHANCE_INVALID": "the chance is not one of config.chancePresetsBps",
     "UPGRADER_WAGER_OUT_OF_RANGE": (
@@ -289,12 +296,14 @@ WEBHOOK_DESCRIPTION = """\
 Sent to the operator's `webhook_url` for every settled round (voided rounds send
 nothing), in settle order per player, once or more: de-duplicate by `id`, which is
 derived from the round and stays the same across retries, crashes and rebuilds.
-`data.round` and `data.facts` equal the play answer's; `data.stake` is null in balance
-mode. Signed like wallet calls: `X-Timestamp` and `X-Signature` (HMAC-SHA256 with your
-`outbound_secret` over `timestamp\\nPOST\\n{path of webhook_url}\\n{sha256 hex of the
-body}`), no `X-Key-Id`. Answer any 2xx once you have stored it; anything else (or no
-answer within the wallet timeout) is retried, backing off 1 s doubling to 10 min, and
-dead-lettered after 72 h (`upgrader outbox dead`, `upgrader outbox redeliver ID`)."""
+`data.round` and `data.facts` equal the play answer's: an Upgrader round's `data` is
+`{round, wonItem, stake, facts}` (`stake` null in balance mode), a box round's `{round,
+wonItems, facts}` (`round.game` is "boxes"). Signed like wallet calls: `X-Timestamp`
+and `X-Signature` (HMAC-SHA256 with your `outbound_secret` over
+`timestamp\\nPOST\\n{path of webhook_url}\\n{sha256 hex of the body}`), no `X-Key-Id`.
+Answer any 2xx once you have stored it; anything else (or no answer within the wallet
+timeout) is retried, backing off 1 s doubling to 10 min, and dead-lettered after 72 h
+(`upgrader outbox dead`, `upgrader outbox redeliver ID`)."""
 
 WEBHOOK_HEADERS = [
     {

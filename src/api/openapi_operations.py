@@ -53,17 +53,25 @@ OPERATIONS: dict[str, dict[str, Any]] = {
         "Mints a single-use launch token for one of your players and the game page's URL "
         "carrying it. Open `launchUrl` in the player's browser (or an iframe); the page "
         "redeems the token at `POST /api/play/session/init`. For the Upgrader `gameKey` is "
-        "`upgrader` and `target` is `{}`.",
-        ["VALIDATION_ERROR", "LAUNCH_TARGET_INVALID", "GAME_DISABLED"],
+        "`upgrader` and `target` is `{}`; for the box game `gameKey` is `boxes` and `target` "
+        'is `{"boxId": <integer>}`, a box with an offered version.',
+        ["VALIDATION_ERROR", "LAUNCH_TARGET_INVALID", "GAME_DISABLED", "BOX_NOT_FOUND"],
         s2s_only=True,
     ),
     "POST /session/init": _op(
         "Open a player session",
         "Redeems a launch token (once) for a session token, the bearer of every other "
         "`/api/play/*` call, and answers what the game shows first: the player, the "
-        "Upgrader's configuration and the balance (read from your wallet, at most 1 s). No "
+        "game (the Upgrader's configuration, or the launched box's offered version and "
+        "`maxBoxesPerRound`) and the balance (read from your wallet, at most 1 s). No "
         "signature and no bearer: the launch token is the credential. CORS-open.",
-        ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "LAUNCH_TOKEN_INVALID", "GAME_DISABLED"],
+        [
+            "VALIDATION_ERROR",
+            "PAYLOAD_TOO_LARGE",
+            "LAUNCH_TOKEN_INVALID",
+            "GAME_DISABLED",
+            "BOX_NOT_FOUND",
+        ],
     ),
     "POST /session/logout": _op(
         "End the session",
@@ -226,6 +234,39 @@ OPERATIONS: dict[str, dict[str, Any]] = {
         "One box version by its ids, inactive ones included (a version never changes).",
         ["VALIDATION_ERROR", "UNSUPPORTED_CURRENCY", "NOT_FOUND", "BOX_NOT_FOUND"],
     ),
+    "POST /purchase": _op(
+        "Buy and open boxes",
+        "Debits `count` x the price of one box (each box's price repriced into `currency` "
+        "and rounded half-even once, then multiplied) from the player's casino balance "
+        "(`wallet.debit`, reason `boxes.purchase`), draws one ticket per box with "
+        "consecutive nonces of the player's seed pair and grants the item each ticket "
+        "names (`wonItems`, `facts.reels`), all in one commit. Checks, in order: the body "
+        "(`count` 1 to the operator's maxBoxesPerRound), the action (a copy answers the "
+        "original), the game, the currency, the box version (404 `BOX_NOT_FOUND`; 409 "
+        "`BOX_VERSION_CHANGED` with `currentBoxVersionId` when it is not the offered one; "
+        "422 `BOX_UNAVAILABLE`), then the wallet. A refused debit voids the round "
+        "(nothing moved): the wallet's code with the voided round and "
+        "`balanceAfterMinor`. An uncertain debit is rolled back: 503 "
+        "`WALLET_UNAVAILABLE`. " + PLAY_WORDS,
+        [
+            "VALIDATION_ERROR",
+            "GAME_DISABLED",
+            "UNSUPPORTED_CURRENCY",
+            "BOX_NOT_FOUND",
+            "BOX_VERSION_CHANGED",
+            "BOX_UNAVAILABLE",
+            *WALLET_REFUSALS,
+            "WALLET_UNAVAILABLE",
+            *PLAY_CODES,
+            "ACTION_IN_PROGRESS",
+        ],
+        s2s_only=True,
+    ),
+}
+OPERATIONS["POST /rounds/open"] = {
+    **OPERATIONS["POST /purchase"],
+    "summary": "Open boxes",
+    "s2s_only": False,
 }
 # Per API: S2S box routes need catalogue access, the player's need the box game.
 API_CODES = {

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
+from application.games.boxes.answers import BoxAnswer
 from application.wire import CurrencyOut, Wire, words
 from domain.upgrader_rules import SelectorConfig
 
@@ -34,13 +35,18 @@ class Health(Wire):
 
 
 class LaunchRequest(Wire):
-    """A launch of the Upgrader for one of your players (interface 4.1)."""
+    """A launch of a game for one of your players (interface 4.1, decisions §10)."""
 
     player_external_id: PlayerId
-    game_key: Annotated[str, Meta(min_length=1, max_length=64, description='the game: "upgrader"')]
+    game_key: Annotated[
+        str, Meta(min_length=1, max_length=64, description='the game: "upgrader" or "boxes"')
+    ]
     target: Annotated[
         dict[str, Any],
-        words("what to open in the game: an empty object for the Upgrader (a boxId is refused)"),
+        words(
+            "what to open in the game: an empty object for the Upgrader (a boxId is refused), "
+            '{"boxId": <integer>} for the box game'
+        ),
     ]
 
 
@@ -109,11 +115,24 @@ class UpgraderConfigWire(Wire):
         )
 
 
-class GameInfo(Wire):
-    """The game the session opens."""
+class GameInfo(Wire, omit_defaults=True):
+    """The game the session opens: the Upgrader with its configuration, or the box game
+    on the launched box."""
 
-    key: Annotated[str, words('the game: "upgrader"')]
-    config: UpgraderConfigWire
+    key: Annotated[str, words('the game: "upgrader" or "boxes"')]
+    config: Annotated[
+        UpgraderConfigWire | None, words("the Upgrader's configuration (Upgrader sessions only)")
+    ] = None
+    box: Annotated[
+        BoxAnswer | None,
+        words(
+            "box sessions only: the launched box's offered version, in the operator's base "
+            "currency (as GET /api/play/boxes/{boxId}/versions/{boxVersionId} answers it)"
+        ),
+    ] = None
+    max_boxes_per_round: Annotated[
+        int | None, words("box sessions only: the most boxes one round may open (count)")
+    ] = None
 
 
 class PlayerInfo(Wire):

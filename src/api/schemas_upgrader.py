@@ -14,6 +14,7 @@ from typing import Annotated
 from msgspec import Meta
 
 from api.schemas import CurrencyOut, PlayerId, UpgraderConfigWire, Wire, words
+from application.games.boxes.round_answers import BoxOfRound
 from application.games.upgrader.views import PrizeWire, RoundWire
 
 ClientActionId = Annotated[
@@ -111,10 +112,24 @@ class PrizesAnswer(Wire):
     config: UpgraderConfigWire
 
 
+class HistoryRoundWire(RoundWire, kw_only=True):
+    """A round of any game, as round history shows it: an Upgrader round (interface 2.1),
+    or a box round (decisions §10: ``game`` "boxes" and ``box``, without the Upgrader's
+    mode, chance, roll, target and Nuggets); the play answer's ``round`` either way. A
+    voided round (the wallet refused the debit) carries only publicId and status."""
+
+    game: Annotated[
+        str | None, words('the game, "upgrader" or "boxes"; absent on a voided round')
+    ] = None
+    box: Annotated[
+        BoxOfRound | None, words("a box round's box version and how many boxes it opened")
+    ] = None
+
+
 class RoundsPage(Wire):
     """A page of the player's rounds, newest first."""
 
-    rounds: Annotated[list[RoundWire], words("the rounds, newest first")]
+    rounds: Annotated[list[HistoryRoundWire], words("the rounds, newest first")]
     next_cursor: Annotated[
         str | None, words("pass as `cursor` for the next (older) page; null on the last page")
     ]

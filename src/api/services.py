@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from application.games.boxes.play import BoxPlays
     from application.games.upgrader.play_balance import BalancePlays
     from application.games.upgrader.play_items import ItemsPlays
     from application.inventory.cashout import Cashouts
@@ -20,6 +21,7 @@ class Services(Protocol):
     fairness: FairnessService
     balance: BalancePlays
     items: ItemsPlays
+    boxes: BoxPlays
     cashouts: Cashouts
 
     async def start(self) -> None:

@@ -126,11 +126,16 @@ class BoxVersion:
             for entry, end in zip(self.entries, self._ends, strict=True)
         ]
 
-    def entry_for_ticket(self, ticket: int) -> BoxEntry:
-        """The entry whose range holds ``ticket`` (0 <= ticket < totalTickets)."""
+    def index_for_ticket(self, ticket: int) -> int:
+        """The table index of the entry whose range holds ``ticket`` (0 <= ticket <
+        totalTickets)."""
         if type(ticket) is not int or not 0 <= ticket < self.total_tickets:
             raise ValueError(f"ticket {ticket!r} is outside 0..{self.total_tickets - 1}")
-        return self.entries[bisect_right(self._ends, ticket)]
+        return bisect_right(self._ends, ticket)
+
+    def entry_for_ticket(self, ticket: int) -> BoxEntry:
+        """The entry whose range holds ``ticket`` (0 <= ticket < totalTickets)."""
+        return self.entries[self.index_for_ticket(ticket)]
 
     def rtp_bps(self, catalog: Mapping[int, CatalogItem]) -> int:
         """``floor(10000 x sum(weight x cash-back value) / (totalTickets x price))``.

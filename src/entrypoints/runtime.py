@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from application.games.boxes.play import BoxPlays
 from application.games.upgrader.play_balance import BalancePlays
 from application.games.upgrader.play_items import ItemsPlays
 from application.inventory.cashout import Cashouts
@@ -73,6 +74,7 @@ class Runtime:
         self.webhooks = WebhookDispatcher(platform, self.runner)
         self.balance = BalancePlays(platform, self.wallet, self.fairness, self.reconciler.wake)
         self.items = ItemsPlays(platform, self.fairness)
+        self.boxes = BoxPlays(platform, self.wallet, self.fairness, self.reconciler.wake)
         self.cashouts = Cashouts(platform, self.wallet, self.reconciler.wake)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task] = []

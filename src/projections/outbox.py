@@ -20,13 +20,15 @@ one transaction by the ``ProjectionRunner``, so exactly once):
     now and on every rebuild.
 
 The body is ``{id, type: "round_settled", createdAt, operatorId, playerExternalId,
-data: {round, wonItem, stake, facts}}`` (``RoundSettledWebhook``); ``data`` is rendered by
-the play answer's builders over the same recorded opening and settlement, so ``round`` and
-``facts`` equal the play answer's (``stake`` is null in balance mode). ``createdAt`` is the
-settle time. Hence rebuilding the projection from the log gives byte-identical
-``webhook_outbox`` rows (with the code of the rebuild: a row is never rewritten, so a body
-rendered before the views grew a field, such as ``round.game``, is sent as it was
-rendered; only ``upgrader projections rebuild webhook_outbox`` renders it anew).
+data}`` (``RoundSettledWebhook``, a box round's ``BoxRoundSettledWebhook``); ``data`` is
+rendered by the game's play answer builders over the same recorded opening and settlement
+(``application/games/registry.py``), so ``round`` and ``facts`` equal the play answer's:
+``{round, wonItem, stake, facts}`` for the Upgrader (``stake`` is null in balance mode),
+``{round, wonItems, facts}`` for a box round. ``createdAt`` is the settle time. Hence
+rebuilding the projection from the log gives byte-identical ``webhook_outbox`` rows (with
+the code of the rebuild: a row is never rewritten, so a body rendered before the views
+grew a field, such as ``round.game``, is sent as it was rendered; only ``upgrader
+projections rebuild webhook_outbox`` renders it anew).
 
 Delivery bookkeeping is operational, not derived from the log, and lives apart in
 ``webhook_deliveries`` (state ``pending`` | ``delivered`` | ``dead``, attempts, next
@@ -54,12 +56,10 @@ import msgspec
 from eventsourcing.utils import get_topic
 
 from application.clock import iso_utc
-from application.games.upgrader.answers import webhook_data
-from application.games.upgrader.views import RoundSettledWebhook
+from application.games.registry import views_of
 from application.store.sql import execute_in_order
 from domain.config_history import OperatorProfile
-from domain.round import Round
-from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
+from domain.round import Round, RoundTerms
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, floats, net_insert_delete, on_postgres
 
@@ -97,15 +97,18 @@ def webhook_id(round_id: UUID) -> str:
     return str(uuid5(round_id, WEBHOOK_TYPE))
 
 
-def render_payload(hook_id: str, opening: UpgraderOpening, settlement: UpgraderSettlement) -> str:
-    """The exact body (compact, ASCII JSON) for a settled round."""
-    body = RoundSettledWebhook(
+def render_payload(hook_id: str, opening_text: str, settlement: dict[str, Any]) -> str:
+    """The exact body (compact, ASCII JSON) for a settled round of any game, from its
+    recorded opening (the stored JSON text) and settlement."""
+    views = views_of(opening_text)
+    terms = RoundTerms.decode(opening_text)
+    body = views.webhook(
         id=hook_id,
         type=WEBHOOK_TYPE,
-        created_at=iso_utc(settlement.settled_at),
-        operator_id=opening.operator_id,
-        player_external_id=opening.player_external_id,
-        data=webhook_data(opening, settlement),
+        created_at=iso_utc(settlement["settled_at"]),
+        operator_id=terms.operator_id,
+        player_external_id=terms.player_external_id,
+        data=views.webhook_data(opening_text, settlement),
     )
     return json.dumps(msgspec.to_builtins(body), separators=(",", ":"))
 
@@ -159,7 +162,7 @@ class WebhookOutbox:
         cur.execute("DELETE FROM webhook_openings WHERE round_id = ?", (round_id,))
         if row is None or not isinstance(event, Round.RoundSettled):
             return  # voided: no webhook
-        opening = UpgraderOpening.decode(row[0])
+        opening = RoundTerms.decode(row[0])
         if not self._has_webhook(cur, opening.operator_id):
             return
         settlement = event.settlement
@@ -175,7 +178,7 @@ class WebhookOutbox:
                 opening.player_external_id,
                 position,
                 settlement["settled_at"],
-                render_payload(hook_id, opening, UpgraderSettlement.of(settlement)),
+                render_payload(hook_id, row[0], settlement),
             ),
         )
         cur.execute(
@@ -231,7 +234,7 @@ class WebhookOutbox:
             openings[round_id] = None
             if stored is None or not isinstance(event, Round.RoundSettled):
                 continue  # voided: no webhook
-            opening = UpgraderOpening.decode(stored)
+            opening = RoundTerms.decode(stored)
             operator_id = opening.operator_id
             url = next((u for op, u in operators.values() if op == operator_id), None)
             if not url:
@@ -248,7 +251,7 @@ class WebhookOutbox:
                         opening.player_external_id,
                         position,
                         settlement["settled_at"],
-                        render_payload(hook_id, opening, UpgraderSettlement.of(settlement)),
+                        render_payload(hook_id, stored, settlement),
                     ),
                 )
             )

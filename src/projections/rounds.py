@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 from eventsourcing.utils import get_topic
 
-from application.games.upgrader.answers import round_wire
+from application.games.registry import round_view
 from application.store.sql import execute_in_order
 from application.wallet.refusals import voided_round_wire
-from domain.round import Round
-from domain.upgrader_round import UpgraderOpening, UpgraderSettlement
+from application.wire import Wire
+from domain.round import Round, RoundTerms
 from projections.batching import select_in
 from projections.unnest import columns, first_per_key, last_per_key, on_postgres
 
@@ -70,12 +70,7 @@ class RoundHistory:
             )
             return
         cur.execute("SELECT opening FROM round_history WHERE round_id = ?", (round_id,))
-        opening = UpgraderOpening.decode(cur.fetchone()[0])
-        if isinstance(event, Round.RoundSettled):
-            settlement = UpgraderSettlement.of(event.settlement)
-            status, view = "settled", round_wire(opening, settlement)
-        else:
-            status, view = "voided", voided_round_wire(opening.public_id)
+        status, view = _closed(cur.fetchone()[0], event)
         cur.execute(
             "UPDATE round_history SET status = ?, position = ?, view = ? WHERE round_id = ?",
             (status, position, _json(view), round_id),
@@ -116,15 +111,18 @@ class RoundHistory:
                 )
                 stored.setdefault(round_id, text)  # ON CONFLICT DO NOTHING keeps a stored one
                 continue
-            opening = UpgraderOpening.decode(stored[round_id])
-            if isinstance(event, Round.RoundSettled):
-                settlement = UpgraderSettlement.of(event.settlement)
-                status, view = "settled", round_wire(opening, settlement)
-            else:
-                status, view = "voided", voided_round_wire(opening.public_id)
+            status, view = _closed(stored[round_id], event)
             statements.append((_UPDATE, (status, position, _json(view), round_id)))
         if not (on_postgres(cur) and _write_unnest(cur, statements)):
             execute_in_order(cur, statements)
+
+
+def _closed(opening_text: str, event: Any) -> tuple[str, Wire]:
+    """The status and view of a round its ``event`` settled or voided (any game: a
+    settled round's view is the game's, ``application/games/registry.py``)."""
+    if isinstance(event, Round.RoundSettled):
+        return "settled", round_view(opening_text, event.settlement)
+    return "voided", voided_round_wire(RoundTerms.decode(opening_text).public_id)
 
 
 _INSERT = (

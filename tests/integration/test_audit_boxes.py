@@ -1,18 +1,21 @@
-"""Box rounds in ``upgrader audit``, the analyst tables and ``upgrader report`` (both stores).
+"""Box rounds in ``upgrader audit``, the analyst tables, ``upgrader report`` and
+``upgrader verify --round`` (both stores).
 
-The log (once per store): Upgrader plays over real HTTP with the reference wallet, and box
-rounds of three box versions (one retired) in EUR and USD, 1 to 3 boxes each, for two
-players; one player's seed is revealed, the other's is not. The box rounds are saved
-with the events the purchase saves (tests/support/box_rounds.py) until the purchase path
-is on main.
+The log (once per store): Upgrader plays and box purchases (``POST /api/s2s/purchase``)
+over real HTTP with the reference wallet, of three box versions (one retired) in EUR and
+USD, 1 to 3 boxes each, for two players; one player's seed is revealed, the other's is
+not; the platform's own workers deliver the ``round_settled`` webhooks.
 
 Every expected value is computed here: tickets with hmac/hashlib from the seed
 (``reference_draw``, decisions §10), items from the ticket ranges of the tables written
 out below, prices and values repriced half-even from the configured rates, ``oddsHash``
 with hashlib, RTPs from their definitions (docs/analytics.md). The audit of the log is
-clean with exact counts; each tampering of a COPY of the store (a ticket, the item a reel
-names, a grant's item, a grant deleted, the ``oddsHash``, the payout, the bet) is
-reported on its round or item with its kind, and the hash chain names each event.
+clean with exact counts, and the wallet saw one debit of ``count x price`` with reason
+``boxes.purchase`` per box round; each tampering of a COPY of the store (a ticket, the
+item a reel names, a grant's item, a grant deleted, the ``oddsHash``, the payout, the bet)
+is reported on its round or item with its kind, and the hash chain names each event.
+``upgrader verify --round`` verifies the stored round's answer, its webhook and its round
+history entry against the recorded catalogue, and names a forged item.
 """
 
 from __future__ import annotations
@@ -32,8 +35,6 @@ import pytest
 
 from application.clock import ManualClock
 from application.platform import Platform
-from application.rounds.fairness import FairnessService
-from domain.hash_chain import utc_day
 from entrypoints.app import create_app
 from entrypoints.cli import main
 from ops.bench.projections import PerEvent
@@ -44,9 +45,9 @@ from projections.hash_chain import HashChain
 from projections.runner import ProjectionRunner, rebuild
 from tests.conftest import fresh_postgres_url
 from tests.integration.test_audit import StoreCopy, audit_json, count_events
-from tests.support.box_rounds import save_box_round
 from tests.support.config import BASE, OUTBOUND, make_config, raw_config
 from tests.support.live import Api, LiveServer
+from tests.support.waiting import wait_until
 from tests.unit.test_box_draw import reference_draw
 
 RATES = {"EUR": Decimal(1), "USD": Decimal("1.1")}
@@ -116,6 +117,7 @@ class Bought:
     day: str
     tickets: list[int] = field(default_factory=list)
     items: list[int] = field(default_factory=list)
+    answer: dict[str, Any] = field(default_factory=dict)
 
     @property
     def price(self) -> int:
@@ -140,6 +142,11 @@ class Log:
     upgrader: list[dict[str, Any]]
     revealed: set[str]
     events: int
+    seed: str  # p-1's revealed server seed
+    webhooks: list[dict[str, Any]]
+    history: dict[str, Any]  # GET /api/s2s/rounds/{publicId} of bx-2
+    debits: dict[str, tuple[int, str, str]]  # roundId -> the wallet's debit: amount, ...
+    net_debits: int  # what the reference wallet holds as debited, net of rollbacks
     copies: int = 0
 
 
@@ -178,33 +185,37 @@ def _upgrader_play(api: Api, player: str, action: str, chance: int) -> dict[str,
     return _s2s(api, "POST", "/api/s2s/upgrader/play", body)["round"]
 
 
-def _buy(platform: Platform, fairness: FairnessService, spec: tuple) -> Bought:
+def _buy(api: Api, spec: tuple) -> Bought:
     player, action, box, version, count, currency = spec
-    saved = save_box_round(
-        platform,
-        fairness,
-        operator_id="op-a",
-        player=player,
-        action=action,
-        box_id=box,
-        box_version_id=version,
-        count=count,
-        currency=currency,
-    )
-    s = saved.settlement
+    body = {
+        "playerExternalId": player,
+        "clientActionId": action,
+        "boxId": box,
+        "boxVersionId": version,
+        "count": count,
+        "currency": currency,
+    }
+    answer = _s2s(api, "POST", "/api/s2s/purchase", body)
+    r = answer["round"]
     return Bought(
         "op-a",
         player,
-        saved.public_id,
+        r["publicId"],
         box,
         version,
         count,
         currency,
-        s["nonce"],
-        s["client_seed"],
-        s["server_seed_hash"],
-        utc_day(s["settled_at"]),
+        r["fairness"]["nonce"],
+        r["fairness"]["clientSeed"],
+        r["fairness"]["serverSeedHash"],
+        r["settledAt"][:10],
+        answer=answer,
     )
+
+
+def _history(api: Api, public_id: str) -> dict[str, Any] | None:
+    response = api.s2s("GET", f"/api/s2s/rounds/{public_id}")
+    return response.json() if response.status_code == 200 else None
 
 
 def _draw(bought: Bought, server_seed: str) -> None:
@@ -231,19 +242,35 @@ def log(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Log]:
     wallet = ThreadedWalletServer(dict(OUTBOUND)).start()
     wallet.ledger.fund("op-a", "p-1", "EUR", 1_000_000)
     wallet.ledger.fund("op-a", "p-2", "EUR", 1_000_000)
+    wallet.ledger.fund("op-a", "p-1", "USD", 1_000_000)
     platform = Platform(box_config(url, wallet.url), clock=clock)
     platform.record_configuration()
     try:
-        with LiveServer(create_app(platform, workers=False)) as live:
+        with LiveServer(create_app(platform)) as live:
             api = Api(live.url, clock)
-            fairness = FairnessService(platform)
             upgrader = [_upgrader_play(api, "p-1", "up-1", 9000)]
-            boxes = [_buy(platform, fairness, spec) for spec in P1_BOXES]
+            boxes = [_buy(api, spec) for spec in P1_BOXES]
             rotated = _s2s(api, "POST", "/api/s2s/fairness/rotate", {"playerExternalId": "p-1"})
             revealed = rotated["previous"]["serverSeed"]
             upgrader.append(_upgrader_play(api, "p-2", "up-2", 5000))
-            later = [_buy(platform, fairness, spec) for spec in P2_BOXES]
+            later = [_buy(api, spec) for spec in P2_BOXES]
+            settled = len(boxes) + len(later) + len(upgrader)
+            webhooks = wait_until(
+                lambda: (
+                    len(wallet.ledger.received_webhooks) == settled
+                    and list(wallet.ledger.received_webhooks)
+                ),
+                timeout=20,
+                what="a round_settled webhook per round",
+            )
+            history = wait_until(
+                lambda: _history(api, boxes[1].public_id), timeout=20, what="round history"
+            )
             api.close()
+        debits = {
+            r.body["roundId"]: (r.body["amountMinor"], r.body["currency"], r.body["reason"])
+            for r in wallet.ledger.requests_of("wallet.debit")
+        }
         with platform.db.transaction() as cur:  # p-2's seed is not revealed: the vault's
             cur.execute("SELECT server_seed FROM seed_vault")
             vault = {hashlib.sha256(r[0].encode()).hexdigest(): r[0] for r in cur.fetchall()}
@@ -253,6 +280,7 @@ def log(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Log]:
         ProjectionRunner(
             platform.events, platform.db, [HashChain(platform.events.recorder), Analytics()]
         ).catch_up()
+        net = wallet.ledger.net_debits("op-a")
         events = count_events(platform)
     finally:
         platform.close()
@@ -266,6 +294,11 @@ def log(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Log]:
         upgrader,
         {b.public_id for b in boxes} | {upgrader[0]["publicId"]},
         events,
+        revealed,
+        webhooks,
+        history,
+        debits,
+        net,
     )
     for _ in urls:  # the PostgreSQL generator drops its schema when resumed
         pass
@@ -305,6 +338,13 @@ def test_the_audit_of_box_rounds_holds_with_exact_counts(log: Log, capsys) -> No
     granted = sum(b.count for b in log.boxes) + sum(1 for u in log.upgrader if u["isWin"])
     assert report["itemsChecked"] == granted
     assert report["eventsReplayed"] == report["chain"]["linksChecked"] == log.events
+    assert report["openRollbacks"] == report["escalatedRollbacks"] == []
+    # the money: one debit per round, of count x price with the boxes' reason, all settled
+    for b in log.boxes:
+        assert log.debits[b.public_id] == (b.bet, b.currency, "boxes.purchase")
+    assert log.net_debits == sum(b.bet for b in log.boxes) + sum(
+        u["betMinor"] for u in log.upgrader
+    )
     capsys.readouterr()
     assert main(["audit", "--database-url", log.url, "--no-progress"]) == 0
     printed = capsys.readouterr().out
@@ -605,3 +645,52 @@ def test_the_report_shows_games_and_boxes_and_plots_them(log: Log, capsys, tmp_p
     for path in (plot, box_plot):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 10_000
+
+
+# -- upgrader verify --round ---------------------------------------------------------------------
+
+
+def _verify(capsys, log: Log, document: Any, path: Path) -> tuple[int, dict[str, Any]]:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    capsys.readouterr()
+    argv = ["verify", "--round", str(path), "--server-seed", log.seed]
+    code = main([*argv, "--database-url", log.url, "--json"])
+    return code, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_verify_checks_a_stored_box_round_its_webhook_and_its_history(
+    log: Log, capsys, tmp_path
+) -> None:
+    bought = log.boxes[1]  # bx-2: three boxes, p-1's seed revealed
+    (hook,) = [h for h in log.webhooks if h["data"]["round"]["publicId"] == bought.public_id]
+    assert hook["type"] == "round_settled"
+    assert hook["data"]["facts"] == bought.answer["facts"]
+    assert hook["data"]["round"] == bought.answer["round"] == log.history
+    nonces = [bought.first_nonce + k for k in range(3)]
+    claims = ["serverSeedHash", "recorded oddsHash", "oddsHash", "totalTickets"]
+    per_reel = [
+        f"reel {k + 1}{what}"
+        for k in range(3)
+        for what in (" nonce", f" (nonce {nonces[k]}) ticket", f" (nonce {nonces[k]}) itemId")
+    ]
+    for name, document, checked in (
+        ("answer", bought.answer, claims + per_reel),
+        ("webhook", hook, claims + per_reel),
+        ("history", log.history, claims),  # the round alone: no facts.reels to check
+    ):
+        code, result = _verify(capsys, log, document, tmp_path / f"{name}.json")
+        assert (code, result["ok"]) == (0, True), (name, result)
+        assert result["publicId"] == bought.public_id
+        assert [c["claim"] for c in result["checks"]] == checked
+        assert [(r["nonce"], r["ticket"], r["itemId"]) for r in result["reels"]] == list(
+            zip(nonces, bought.tickets, bought.items, strict=True)
+        )
+        assert result["box"]["oddsHash"] == odds_hash(30, 2)
+    forged = json.loads(json.dumps(bought.answer))
+    reel = forged["facts"]["reels"][2]
+    reel["itemId"] = next(i for i, _, _ in ranges(30, 2) if i != reel["itemId"])
+    code, result = _verify(capsys, log, forged, tmp_path / "forged.json")
+    assert (code, result["ok"]) == (1, False)
+    assert [c["claim"] for c in result["checks"] if not c["ok"]] == [
+        f"reel 3 (nonce {nonces[2]}) itemId"
+    ]

@@ -205,6 +205,9 @@ COHERENT = {  # a play that passes every check: W=1000 EUR at 9000 bps, band [96
     "currency": "EUR",
     "gameKey": "upgrader",
     "target": {},
+    "boxId": 7,  # a purchase of box 7's offered version (3), 3.00 EUR a box
+    "boxVersionId": 3,
+    "count": 2,
 }
 CHOICES: dict[str, list[Any]] = {
     "playerExternalId": [PLAYER],
@@ -215,6 +218,9 @@ CHOICES: dict[str, list[Any]] = {
     "state": ["unresolved", "consumed", "cashed_back", "shipping_requested"],
     "gameKey": ["upgrader"],
     "target": [{}],
+    "boxId": [7, 8],
+    "boxVersionId": [3, 2],
+    "count": [1, 3, 10],
 }
 
 

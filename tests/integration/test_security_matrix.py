@@ -300,6 +300,15 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
         **KEY_B,
     )
     assert _error(replay) == (422, "INSUFFICIENT_FUNDS")
+    bought = seen.s2s(
+        "POST /api/s2s/purchase",
+        "/api/s2s/purchase",
+        {**who, "clientActionId": first_action, "boxId": 7, "boxVersionId": 3},
+        **KEY_B,
+    )
+    # the namesake's play just above took this action id: idempotency answers before the
+    # game's check (op-b offers no boxes), and nothing of alice's is touched
+    assert _error(bought) == (409, "IDEMPOTENCY_CONFLICT")
     listed = seen.s2s("GET /api/s2s/rounds", "/api/s2s/rounds", params=who, **KEY_B)
     assert [r["status"] for r in listed.json()["rounds"]] == ["voided"]
     for public_id in rounds:
@@ -376,6 +385,16 @@ def test_no_route_lets_another_tenant_or_player_see_or_touch_anything(
         assert _error(replay) == (422, "INSUFFICIENT_FUNDS")
         listed = seen.play("GET /api/play/rounds", "/api/play/rounds", token)
         assert [r["status"] for r in listed.json()["rounds"]] in (["voided"], ["voided"] * 2)
+        opened = seen.play(
+            "POST /api/play/rounds/open",
+            "/api/play/rounds/open",
+            token,
+            body={"clientActionId": "box-1", "boxId": 7, "boxVersionId": 3},
+        )
+        # carol's own purchase, refused by her empty wallet; op-b offers no boxes
+        assert _error(opened) == (
+            (422, "INSUFFICIENT_FUNDS") if operator_id == "op-a" else (403, "GAME_DISABLED")
+        )
         # the box catalogue is the operator's, not a player's: op-a has boxes, op-b not
         boxes = seen.play("GET /api/play/boxes", "/api/play/boxes", token)
         box_version = seen.play(

@@ -306,23 +306,71 @@ def collect(api: Api, wallet: ThreadedWalletServer) -> dict[str, Any]:
         template="/api/s2s/boxes/{box_id}/versions/{box_version_id}",
         expect=404,
     )
+    box_round = _boxes(rec)
 
     rec.call("POST", "/api/play/session/logout")
     rec.call("POST", "/api/play/session/logout", name="logged out already", expect=401)
     rec.call("GET", "/api/play/inventory", name="after logout", expect=401)
 
-    hooks = wait_until(
-        lambda: [
-            h
-            for h in wallet.ledger.received_webhooks
-            if h["data"]["round"]["publicId"] == public_id
-        ],
-        what="the round_settled webhook of the first win",
-    )
+    def webhook_of(round_id: str) -> list[dict[str, Any]]:
+        hooks = list(wallet.ledger.received_webhooks)
+        return [h for h in hooks if h["data"]["round"]["publicId"] == round_id]
+
+    win = wait_until(lambda: webhook_of(public_id), what="the webhook of the first win")
+    box = wait_until(lambda: webhook_of(box_round), what="the webhook of a box round")
     return {
         "operations": dict(sorted(rec.operations.items())),
-        "webhooks": {"round_settled": {"a win": hooks[0]}},
+        "webhooks": {"round_settled": {"a win": win[0], "a box round": box[0]}},
     }
+
+
+def _boxes(rec: Recorder) -> str:
+    """A box launch, its session, purchases and opens, a few refusals; the publicId of
+    the S2S purchase."""
+    box_launch = {"playerExternalId": PLAYER, "gameKey": "boxes", "target": {"boxId": 7}}
+    token = rec.call("POST", "/api/s2s/launches", name="a box", body=box_launch)["launchToken"]
+    init = rec.call("POST", "/api/play/session/init", name="a box", body={"launchToken": token})
+    purchase = {
+        "playerExternalId": PLAYER,
+        "clientActionId": "box-1",
+        "boxId": 7,
+        "boxVersionId": 3,
+        "count": 3,
+        "currency": "EUR",
+    }
+    bought = rec.call("POST", "/api/s2s/purchase", body=purchase)
+    rec.call(
+        "POST",
+        "/api/s2s/purchase",
+        name="no such version",
+        body={**purchase, "clientActionId": "box-2", "boxVersionId": 2},
+        expect=404,
+    )
+    rec.call(
+        "POST",
+        "/api/s2s/purchase",
+        name="refused debit",
+        body={**purchase, "playerExternalId": BROKE, "count": 1},
+        expect=422,
+    )
+    rec.call(
+        "POST",
+        "/api/s2s/purchase",
+        name="too many boxes",
+        body={**purchase, "clientActionId": "box-3", "count": 11},
+        expect=422,
+    )
+    opened = {"clientActionId": "box-4", "boxId": 7, "boxVersionId": 3}
+    rec.call("POST", "/api/play/rounds/open", body=opened, bearer=init["sessionToken"])
+    rec.call(
+        "POST",
+        "/api/play/rounds/open",
+        name="no such box",
+        body={**opened, "clientActionId": "box-5", "boxId": 8},
+        bearer=init["sessionToken"],
+        expect=404,
+    )
+    return bought["round"]["publicId"]
 
 
 def main() -> None:

@@ -1,19 +1,28 @@
-"""The box catalogue on both APIs (decisions §10): the offered versions and one by id.
+"""The box game on both APIs (decisions §10): the catalogue, and buying and opening.
 
-Answered from memory on the event loop (the configuration loaded at start-up). The S2S
-routes need a key with ``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), whatever the
-operator's games; the player routes serve any session of an operator that has ``boxes``
-enabled (403 ``GAME_DISABLED`` otherwise). See application/games/boxes/answers.py.
+The catalogue (the offered versions and one by id) is answered from memory on the event
+loop (the configuration loaded at start-up). Its S2S routes need a key with
+``catalog_access`` (403 ``CATALOG_ACCESS_DENIED``), whatever the operator's games; the
+player routes serve any session of an operator that has ``boxes`` enabled (403
+``GAME_DISABLED`` otherwise). See application/games/boxes/answers.py.
+
+Buying and opening: ``POST /api/s2s/purchase`` (the player named in the body) and
+``POST /api/play/rounds/open`` (the session's player, whichever game it was launched
+for), play routes like the Upgrader's (admitted, counted against the player's plays per
+second) on the wager saga (application/games/boxes/play.py).
 """
 
 from __future__ import annotations
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from api.errors import ERROR_RESPONSES
-from api.routes.common import PlayerController, S2SController, get, who
+from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
+from api.routes.upgrader import PLAY_ROUTE
+from api.schemas_boxes import OpenBody, S2SPurchaseBody
+from api.services import Services
 from application.config.directory import Directory
 from application.errors import PlatformError
 from application.games.boxes.answers import (
@@ -22,6 +31,8 @@ from application.games.boxes.answers import (
     box_version_answer,
     offered_boxes,
 )
+from application.games.boxes.opening import OpenBoxes
+from application.games.boxes.round_answers import BoxOpenAnswer
 
 VERSION_PATH = "/boxes/{box_id:int}/versions/{box_version_id:int}"
 
@@ -36,7 +47,33 @@ def _s2s_operator(request: Request, directory: Directory) -> str:
     return request.state.operator_id
 
 
+async def open_boxes(
+    runtime: Services, operator_id: str, player: str, body: OpenBody
+) -> BoxOpenAnswer:
+    """The purchase; its guard has counted it against the player's plays per second."""
+    return await runtime.boxes.open(
+        OpenBoxes(
+            operator_id=operator_id,
+            player_external_id=player,
+            client_action_id=body.client_action_id,
+            box_id=body.box_id,
+            box_version_id=body.box_version_id,
+            count=body.count,
+            currency=body.currency,
+            locale=body.locale,
+        )
+    )
+
+
 class S2SBoxesController(S2SController):
+    @post("/purchase", **PLAY_ROUTE)
+    async def purchase(
+        self, request: Request, state: State, data: JSONBody[S2SPurchaseBody]
+    ) -> BoxOpenAnswer:
+        return await open_boxes(
+            runtime_of(state), request.state.operator_id, data.player_external_id, data
+        )
+
     @get("/boxes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def boxes(
         self,
@@ -69,6 +106,11 @@ class S2SBoxesController(S2SController):
 
 
 class PlayerBoxesController(PlayerController):
+    @post("/rounds/open", **PLAY_ROUTE)
+    async def open(self, request: Request, state: State, data: JSONBody[OpenBody]) -> BoxOpenAnswer:
+        operator_id, player = who(request)
+        return await open_boxes(runtime_of(state), operator_id, player, data)
+
     @get("/boxes", sync_to_thread=False, responses=ERROR_RESPONSES)
     def boxes(
         self,

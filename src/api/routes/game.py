@@ -1,7 +1,8 @@
 """The player-facing game app: one static page and its assets, served by the platform.
 
-``GET /game/upgrader?launchToken=...`` answers the app's HTML (the token is read by the
-app in the browser, never by the server); ``GET /game/assets/{file}`` its CSS, scripts
+``GET /game/upgrader?launchToken=...`` and ``GET /game/boxes?launchToken=...`` answer
+the app's HTML, the same page for both (it boots the game its session names; the token is
+read by the app in the browser, never by the server); ``GET /game/assets/{file}`` its CSS, scripts
 and item images from ``api/static/game/``, plus the shared ``fairness.js`` verifier.
 No build step and no inline script: the Content-Security-Policy allows scripts from this
 origin only. ``frame-ancestors *`` lets any operator site embed the game for now.
@@ -90,8 +91,9 @@ class GameController(Controller):
     path = "/game"
     include_in_schema = False
 
-    @get("/upgrader", sync_to_thread=False)
-    def upgrader(
+    # One app for every game: it boots the game its session/init answer names.
+    @get(["/upgrader", "/boxes"], sync_to_thread=False)
+    def game_page(
         self,
         state: State,
         launch_token: Annotated[str | None, QueryParameter(name="launchToken")] = None,

@@ -34,7 +34,10 @@ from api.schemas import (
 )
 from application.access.sessions import LaunchClaims
 from application.clock import iso_utc
+from application.config.directory import Operator
 from application.errors import PlatformError, game_disabled
+from application.games.boxes.launch import launched_box, session_box
+from application.games.boxes.opening import max_boxes_per_round
 from application.games.upgrader.quote import upgrader_settings
 from application.platform import Platform
 from application.store.calls import in_store, in_store_write
@@ -44,6 +47,10 @@ from application.wallet.balances import (
     read_player_balance,
 )
 from domain.upgrader_rules import derive_selector_config
+
+# The games a launch opens, and their page under /game/.
+BOXES = "boxes"
+GAME_PAGES = {"upgrader": "upgrader", BOXES: "boxes"}
 
 
 def _platform(state: State) -> Platform:
@@ -63,9 +70,11 @@ class S2SPlatformController(S2SController):
     ) -> LaunchAnswer:
         platform = _platform(state)
         operator = platform.directory.operators[request.state.operator_id]
-        if data.game_key != "upgrader" or not operator.game_enabled(data.game_key):
+        if data.game_key not in GAME_PAGES or not operator.game_enabled(data.game_key):
             raise game_disabled(data.game_key)
-        if data.target:
+        if data.game_key == BOXES:
+            launched_box(platform.directory, data.target)  # the target names an offered box
+        elif data.target:
             raise PlatformError(
                 "LAUNCH_TARGET_INVALID",
                 "an Upgrader launch takes an empty target (a boxId is not accepted)",
@@ -82,7 +91,7 @@ class S2SPlatformController(S2SController):
         return LaunchAnswer(
             launch_token=token,
             expires_at=iso_utc(expires_at),
-            launch_url=f"{base_url}/game/upgrader?launchToken={quote(token)}",
+            launch_url=f"{base_url}/game/{GAME_PAGES[data.game_key]}?launchToken={quote(token)}",
         )
 
 
@@ -98,7 +107,6 @@ class PlayerSessionController(Controller):
         # redeemed again): past the deadline once begun, the answer is OUTCOME_UNKNOWN
         claims, token = await in_store_write(_open_session, platform, data.launch_token)
         operator = platform.directory.operators[claims.operator_id]
-        config = derive_selector_config(upgrader_settings(operator), operator.base, operator.base)
         wallet = runtime_of(state).wallet
         balance = await read_player_balance(
             platform,
@@ -113,7 +121,7 @@ class PlayerSessionController(Controller):
             player=PlayerInfo(
                 operator_id=operator.id, player_external_id=claims.player_external_id
             ),
-            game=GameInfo(key=claims.game_key, config=UpgraderConfigWire.of(config)),
+            game=_game_info(platform, operator, claims),
             balance=_balance_wire(balance),
         )
 
@@ -131,12 +139,28 @@ class PlayerSessionController(Controller):
 
 
 def _open_session(platform: Platform, launch_token: str) -> tuple[LaunchClaims, str]:
-    """Redeem the launch token and open the player's session (one store call)."""
+    """Redeem the launch token and open the player's session (one store call); a box
+    launch's box must still be offered (404 BOX_NOT_FOUND)."""
     claims = platform.sessions.redeem_launch_token(launch_token)
     operator = platform.directory.operators.get(claims.operator_id)
     if operator is None or not operator.game_enabled(claims.game_key):
         raise game_disabled(claims.game_key)
+    if claims.game_key == BOXES:
+        launched_box(platform.directory, claims.target)
     return claims, platform.sessions.open_session(claims)
+
+
+def _game_info(platform: Platform, operator: Operator, claims: LaunchClaims) -> GameInfo:
+    """What the session's game shows first: the Upgrader's configuration, or the launched
+    box (its offered version in the base currency) and the most boxes a round opens."""
+    if claims.game_key == BOXES:
+        return GameInfo(
+            key=BOXES,
+            box=session_box(platform.directory, operator, claims.target),
+            max_boxes_per_round=max_boxes_per_round(operator),
+        )
+    config = derive_selector_config(upgrader_settings(operator), operator.base, operator.base)
+    return GameInfo(key=claims.game_key, config=UpgraderConfigWire.of(config))
 
 
 def _balance_wire(read: dict[str, Any] | None) -> BalanceAnswer | None:

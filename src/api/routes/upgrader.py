@@ -18,6 +18,7 @@ from api.errors import ERROR_RESPONSES
 from api.routes.common import PlayerController, S2SController, get, post, runtime_of, who
 from api.schemas import UpgraderConfigWire
 from api.schemas_upgrader import (
+    HistoryRoundWire,
     PlayBody,
     PrizesAnswer,
     RotateBody,
@@ -31,7 +32,7 @@ from application.errors import not_found, validation_error
 from application.games.upgrader.answers import prize_wire
 from application.games.upgrader.play_balance import PlayBalance
 from application.games.upgrader.quote import Quote, operator_for_mode, quote, upgrader_settings
-from application.games.upgrader.views import PlayAnswer, RoundWire
+from application.games.upgrader.views import PlayAnswer
 from application.rounds.views import FairnessAnswer, RotateAnswer
 from application.store.calls import in_store, in_store_write
 from domain.signing import HEADER_SIGNATURE
@@ -168,7 +169,9 @@ class S2SUpgraderController(S2SController):
         return await in_store(rounds_page, runtime_of(state), operator_id, player, limit, cursor)
 
     @get("/rounds/{public_id:str}", responses=ERROR_RESPONSES)
-    async def round(self, request: Request, state: State, public_id: FromPath[str]) -> RoundWire:
+    async def round(
+        self, request: Request, state: State, public_id: FromPath[str]
+    ) -> HistoryRoundWire:
         return await in_store(one_round, runtime_of(state), request.state.operator_id, public_id)
 
     @get("/fairness", responses=ERROR_RESPONSES)
