@@ -49,6 +49,7 @@ from tests.support.config import BASE, OUTBOUND, make_config, raw_config
 from tests.support.live import Api, LiveServer
 from tests.support.waiting import wait_until
 from tests.unit.test_box_draw import reference_draw
+from tests.unit.test_fairness_js import FAIRNESS_JS, NODE, needs_node
 
 RATES = {"EUR": Decimal(1), "USD": Decimal("1.1")}
 # (box, version) -> price (EUR minor), table [(item, weight)], active
@@ -147,6 +148,7 @@ class Log:
     history: dict[str, Any]  # GET /api/s2s/rounds/{publicId} of bx-2
     debits: dict[str, tuple[int, str, str]]  # roundId -> the wallet's debit: amount, ...
     net_debits: int  # what the reference wallet holds as debited, net of rollbacks
+    versions: dict[str, dict[str, Any]]  # box 30 version 2 as the catalogue answers it
     copies: int = 0
 
 
@@ -263,6 +265,12 @@ def log(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Log]:
                 timeout=20,
                 what="a round_settled webhook per round",
             )
+            versions = {
+                currency: _s2s(
+                    api, "GET", "/api/s2s/boxes/30/versions/2", params={"currency": currency}
+                )
+                for currency in RATES
+            }
             history = wait_until(
                 lambda: _history(api, boxes[1].public_id), timeout=20, what="round history"
             )
@@ -299,6 +307,7 @@ def log(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Log]:
         history,
         debits,
         net,
+        versions,
     )
     for _ in urls:  # the PostgreSQL generator drops its schema when resumed
         pass
@@ -694,3 +703,65 @@ def test_verify_checks_a_stored_box_round_its_webhook_and_its_history(
     assert [c["claim"] for c in result["checks"] if not c["ok"]] == [
         f"reel 3 (nonce {nonces[2]}) itemId"
     ]
+
+
+NODE_DRIVER = r"""
+const F = require(process.argv[2]);
+const input = JSON.parse(require("fs").readFileSync(process.argv[3], "utf8"));
+(async () => {
+  const out = [];
+  for (const version of input.versions) {
+    const f = F.boxRoundFields(input.answer);
+    out.push(await F.verifyBoxDraw({
+      serverSeed: input.seed, clientSeed: f.boxClientSeed, nonce: f.boxNonce,
+      count: f.boxCount, ranges: JSON.stringify(version), totalTickets: f.boxTotalTickets,
+      serverSeedHash: f.boxServerSeedHash, oddsHash: f.boxOddsHash, nonces: f.boxNonces,
+      tickets: f.boxTickets, items: f.boxItems,
+    }));
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(3); });
+"""
+
+
+@needs_node
+def test_the_verifier_page_verifies_a_stored_box_round(log: Log, tmp_path) -> None:
+    """fairness.js (verifier.html's script) under node: a purchase's answer pasted, the
+    version as the catalogue answers it in EUR (the base currency: its oddsHash hashes
+    again) and in USD (a repriced price: a note, not a failure)."""
+    import subprocess
+
+    bought = log.boxes[1]
+    document = {"answer": bought.answer, "seed": log.seed}
+    document["versions"] = [log.versions["EUR"], log.versions["USD"]]
+    (tmp_path / "input.json").write_text(json.dumps(document), encoding="utf-8")
+    (tmp_path / "driver.js").write_text(NODE_DRIVER, encoding="utf-8")
+    done = subprocess.run(
+        [NODE, str(tmp_path / "driver.js"), str(FAIRNESS_JS), str(tmp_path / "input.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    base, usd = json.loads(done.stdout)
+    committed = odds_hash(30, 2)
+    assert log.versions["EUR"]["oddsHash"] == log.versions["USD"]["oddsHash"] == committed
+    assert log.versions["USD"]["priceMinor"] == reprice(2000, "USD") == 2200
+    reels = [(int(r["nonce"]), r["ticket"], r["itemId"]) for r in base["reels"]]
+    nonces = range(bought.first_nonce, bought.first_nonce + 3)
+    assert reels == list(zip(nonces, bought.tickets, bought.items, strict=True))
+    assert base["ok"] is True and base["notes"] == []
+    assert [c["claim"] for c in base["checks"]] == [
+        "serverSeedHash",
+        "oddsHash",
+        *(
+            f"box {k + 1}{w}"
+            for k, n in enumerate(nonces)
+            for w in (" nonce", f" (nonce {n}) ticket", f" (nonce {n}) item")
+        ),
+        "odds table's oddsHash",
+    ]
+    assert all(c["ok"] for c in base["checks"]) and base["tableOddsHash"] == committed
+    assert usd["ok"] is True and len(usd["checks"]) == len(base["checks"]) - 1
+    assert usd["notes"] and "priceMinor 2200 USD" in usd["notes"][0]
