@@ -53,6 +53,7 @@ def postgres_url() -> Iterator[str]:
 GROUPED_MODULES = {
     "tests/e2e/test_game_browser.py",
     "tests/e2e/test_game_phone.py",
+    "tests/e2e/test_game_boxes.py",
     "tests/integration/test_explorers.py",
     "tests/integration/test_signing_examples.py",
     "tests/integration/test_audit_fast_paths.py",

@@ -1,13 +1,16 @@
 """Reference operator site: the wallet and webhook receiver plus a page that embeds the game.
 
-This is what an operator's own web site does to offer the Upgrader (interface 4.1, 5.4):
+This is what an operator's own web site does to offer its games (interface 4.1, 5.4):
 its backend mints a launch token with a SIGNED ``POST /api/s2s/launches`` and sends the
 player's browser to the ``launchUrl`` the platform answers, inside an iframe. One aiohttp
 app composes that with the reference wallet (``wallet.make_app``), so a single process is
 the whole operator side of the demo:
 
-* ``GET /``                      the operator page: casino balance and the game in an iframe
-* ``GET /demo/launch?player=ID`` mint a launch token (signed) and 302 to its launchUrl
+* ``GET /?game=G``               the operator page: casino balance, a choice of game (the
+                                 Upgrader or a box of the signed S2S catalogue, games.py)
+                                 and the chosen game in an iframe
+* ``GET /demo/launch?player=ID&game=G`` mint a launch token (signed) and 302 to its
+                                 launchUrl (``game``: ``upgrader``, default, or ``box-N``)
 * ``GET /demo/balance?player=ID`` the player's balance in this wallet (for the page)
 * ``GET /demo/status``           signed ``GET /api/s2s/health`` against the platform
 * ``POST /wallet``, ``POST /webhooks``, ``GET /healthz``  the reference wallet
@@ -36,6 +39,14 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import aiohttp
 from aiohttp import web
 
+from ops.reference_operator.games import (
+    BOXES_PATH,
+    BoxOffer,
+    Choice,
+    box_offers,
+    choice_form,
+    parse_choice,
+)
 from ops.reference_operator.wallet import Faults, Ledger, make_app
 
 log = logging.getLogger("reference_operator")
@@ -165,11 +176,31 @@ async def call_platform(
 
 
 async def mint_launch(
-    client: aiohttp.ClientSession, settings: OperatorSettings, player: str
+    client: aiohttp.ClientSession,
+    settings: OperatorSettings,
+    player: str,
+    choice: Choice | None = None,
 ) -> dict[str, Any]:
-    """Interface 4.1: the signed launch of the Upgrader for ``player``."""
-    payload = {"playerExternalId": player, "gameKey": "upgrader", "target": {}}
+    """Interface 4.1: the signed launch of the chosen game (the Upgrader by default) for
+    ``player``."""
+    payload = (choice or Choice()).launch_body(player)
     return await call_platform(client, settings, "POST", LAUNCHES_PATH, payload)
+
+
+async def offered_boxes(
+    client: aiohttp.ClientSession, settings: OperatorSettings
+) -> list[BoxOffer]:
+    """The boxes of the operator's signed S2S catalogue, or [] (logged) when it cannot
+    be read: the page then offers the Upgrader alone."""
+    try:
+        answer = await call_platform(client, settings, "GET", BOXES_PATH)
+    except PlatformRefused as refused:
+        log.warning("box catalogue refused: %s %s", refused.status, refused.code)
+        return []
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("box catalogue: platform unreachable (%s)", type(exc).__name__)
+        return []
+    return box_offers(answer, settings.exponent)
 
 
 def rebase(url: str, base: str | None) -> str:
@@ -201,7 +232,7 @@ PAGE = """<!doctype html>
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>Demo Casino: Upgrader</title>
+  <title>Demo Casino: {title}</title>
   <link rel="icon" href="data:,">
   <link rel="stylesheet" href="/demo/assets/site.css">
   <script src="/demo/assets/site.js" defer></script>
@@ -209,6 +240,7 @@ PAGE = """<!doctype html>
 <body data-player="{player}" data-game-origins="{origins}">
   <header class="site">
     <div class="logo">Demo Casino</div>
+    {games}
     <div class="account">
       <span class="who">Signed in as <b id="player">{player}</b></span>
       <span class="balance" title="Casino balance"><span class="balance-label">Casino balance</span>
@@ -216,7 +248,7 @@ PAGE = """<!doctype html>
     </div>
   </header>
   <main>
-    <iframe id="game" src="{launch}" title="Upgrader game"
+    <iframe id="game" src="{launch}" title="{title} game"
             referrerpolicy="no-referrer" allow="clipboard-write"></iframe>
   </main>
   <footer>
@@ -244,9 +276,19 @@ main { flex: 1; display: flex; min-height: 0; padding: 8px; }
 iframe { display: block; flex: 1; width: 100%; height: 100%; min-height: 480px; border: 0;
   border-radius: 12px; background: #0f1020; box-shadow: 0 4px 24px rgba(0, 0, 0, 0.25); }
 footer { padding: 6px 16px 10px; color: #57534e; font-size: 12px; }
+.games { display: flex; align-items: center; gap: 6px; min-width: 0; }
+.games-label { font-size: 13px; }
+.games select { min-width: 0; max-width: 100%; padding: 4px 6px; border-radius: 6px;
+  border: 1px solid #166534; background: #fefce8; color: #1c1917; font: inherit;
+  font-size: 14px; }
+.games button { padding: 4px 10px; border-radius: 6px; border: 0; background: #fefce8;
+  color: #14532d; font: inherit; font-weight: 700; cursor: pointer; }
 @media (max-width: 560px), (max-height: 560px) {
-  header.site { flex-wrap: nowrap; padding: 6px 10px; }
+  header.site { flex-wrap: nowrap; padding: 6px 10px; gap: 8px; }
   .logo { font-size: 16px; white-space: nowrap; }
+  .games { flex: 1 1 auto; }
+  .games-label { display: none; }
+  .games select { width: 100%; font-size: 13px; }
   .who, .balance-label { display: none; }
   .balance b { white-space: nowrap; }
   main { padding: 0; }
@@ -267,6 +309,15 @@ SITE_JS = """(function () {
       .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
       .then(function (b) { out.textContent = b.display; })
       .catch(function () { out.textContent = "unavailable"; });
+  }
+
+  // The game picker is a GET form to this page: choosing a game sends it at once.
+  var choice = document.getElementById("game-choice");
+  if (choice) {
+    document.getElementById("game-go").hidden = true;
+    choice.addEventListener("change", function () {
+      choice.form.submit();
+    });
   }
 
   window.addEventListener("message", function (event) {
@@ -337,13 +388,29 @@ def make_launcher_app(
         who = player_of(request)
         if who is None:
             return _problem(400, "Bad player id", "a player id is 1 to 128 printable characters")
+        choice = parse_choice(request.query.get("game"))
+        if choice is None:
+            return _problem(400, "Bad game", "a game is upgrader or box-N (N a box id)")
+        boxes = await offered_boxes(request.app[CLIENT_KEY], settings)
+        title = (
+            "Upgrader"
+            if choice.box_id is None
+            else next((box.name for box in boxes if box.box_id == choice.box_id), "Boxes")
+        )
         balance = ledger.balance(settings.operator_id, who, settings.base_currency)
-        launch_query = {"player": who}
+        launch_query = {"player": who, **choice.query()}
         for name, pattern in (("currency", CURRENCY), ("locale", LOCALE)):
             value = request.query.get(name)
             if value and pattern.match(value):
                 launch_query[name] = value
         text = PAGE.format(
+            title=html.escape(title),
+            games=choice_form(
+                who,
+                choice,
+                boxes,
+                {k: v for k, v in launch_query.items() if k not in ("player", "game")},
+            ),
             player=html.escape(who),
             origins=html.escape(" ".join(frame_origins)),
             balance=html.escape(
@@ -359,8 +426,11 @@ def make_launcher_app(
         who = player_of(request)
         if who is None:
             return _problem(400, "Bad player id", "a player id is 1 to 128 printable characters")
+        choice = parse_choice(request.query.get("game"))
+        if choice is None:
+            return _problem(400, "Bad game", "a game is upgrader or box-N (N a box id)")
         try:
-            answer = await mint_launch(request.app[CLIENT_KEY], settings, who)
+            answer = await mint_launch(request.app[CLIENT_KEY], settings, who, choice)
         except PlatformRefused as refused:
             log.warning("launch for %s refused: %s %s", who, refused.status, refused.code)
             return _problem(
@@ -383,7 +453,7 @@ def make_launcher_app(
         }
         if extra:
             url += ("&" if urlsplit(url).query else "?") + urlencode(extra)
-        log.info("launched the Upgrader for %s/%s", settings.operator_id, who)
+        log.info("launched %s for %s/%s", choice.value, settings.operator_id, who)
         raise web.HTTPFound(
             url, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
         )

@@ -8,9 +8,11 @@ command (``python -m ops.reference_operator.launcher``) reading a TOML config fi
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -260,6 +262,60 @@ def test_the_operator_page_embeds_the_launch_in_an_iframe(
     status = site.http.get("/demo/status")
     assert status.status_code == 200
     assert status.json() == {"platform": "ok", "operatorId": "op-a"}
+
+
+def options_of(page: str) -> list[tuple[str, str, bool]]:
+    """The game picker's options: (value, label, selected)."""
+    found = re.findall(r'<option value="([^"]*)"( selected)?>([^<]*)</option>', page)
+    return [(value, html.unescape(label), bool(selected)) for value, selected, label in found]
+
+
+def test_the_operator_page_offers_the_upgrader_and_the_boxes_of_its_signed_catalogue(
+    site: Site,
+) -> None:
+    # op-a's catalogue (tests/support/config.py): box 7, version 3, 300 minor units of EUR
+    page = site.http.get("/", params={"player": "player-1"})
+    assert page.status_code == 200
+    assert options_of(page.text) == [
+        ("upgrader", "Upgrader", True),
+        ("box-7", "Box \u00b7 3.00 EUR", False),
+    ]
+    assert "<title>Demo Casino: Upgrader</title>" in page.text
+
+    chosen = site.http.get("/", params={"player": "player-1", "game": "box-7", "currency": "USD"})
+    assert chosen.status_code == 200
+    assert options_of(chosen.text) == [
+        ("upgrader", "Upgrader", False),
+        ("box-7", "Box \u00b7 3.00 EUR", True),
+    ]
+    assert (
+        '<iframe id="game" src="/demo/launch?player=player-1&amp;game=box-7&amp;currency=USD"'
+        in chosen.text
+    )
+    assert '<input type="hidden" name="currency" value="USD">' in chosen.text
+    assert "<title>Demo Casino: Box</title>" in chosen.text
+
+    for bad in ("box-0", "box-x", "boxes", "box-7 ", "upgrader2"):
+        assert site.http.get("/", params={"game": bad}).status_code == 400
+        assert site.http.get("/demo/launch", params={"game": bad}).status_code == 400
+
+
+def test_without_catalogue_access_the_page_offers_the_upgrader_alone(
+    platform_live: LiveServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "operator.toml"
+    config.write_text(toml_config("http://127.0.0.1:8000"))
+    log = tmp_path / "operator.log"
+    # op-b's only key has no catalog_access: the signed catalogue call is refused
+    site = Site(config, log, free_port(), "--platform-url", platform_live.url, "--operator", "op-b")
+    try:
+        page = site.http.get("/")
+        assert page.status_code == 200
+        assert options_of(page.text) == [("upgrader", "Upgrader", True)]
+        assert '<iframe id="game" src="/demo/launch?player=player-1"' in page.text
+    finally:
+        site.stop()
+    assert "box catalogue refused: 403 CATALOG_ACCESS_DENIED" in log.read_text()
 
 
 def test_a_bad_player_id_is_refused_before_any_launch(site: Site) -> None:

@@ -28,7 +28,7 @@ from tests.support.live import free_port
 from tests.support.processes import ServerProcess, wait_until
 
 try:
-    from playwright.sync_api import Browser, FrameLocator, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Frame, FrameLocator, Page, expect, sync_playwright
 except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None  # type: ignore[assignment]
 
@@ -154,7 +154,12 @@ class Session:
 
     @property
     def frame_url(self) -> str:
-        return next(f.url for f in self.page.frames if "/game/upgrader" in f.url)
+        return self.frame.url
+
+    @property
+    def frame(self) -> Frame:
+        """The game's frame (/game/upgrader or /game/boxes)."""
+        return next(f for f in self.page.frames if "/game/" in f.url)
 
     def shot(self, name: str, full_page: bool = True) -> Path:
         path = ARTIFACTS / name

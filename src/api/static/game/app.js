@@ -1,7 +1,9 @@
 /*
- * Boot: wire the panels and the screens, open the session, then start everything. The
- * shared parts are in core.js (see its header for how the files fit together); the
- * game screens register themselves (upgrader.js).
+ * Boot: wire the panels, open the session, then start the screen of the launched game
+ * (session/init's game.key: "upgrader" or "boxes") and the tabs. The shared parts are in
+ * core.js (see its header for how the files fit together); the game screens register
+ * themselves (upgrader.js, boxes.js). A session plays the game it was launched for: a
+ * screen is wired and started only when it is that game's.
  */
 (function (App) {
   "use strict";
@@ -9,9 +11,10 @@
   var $ = App.$;
   var state = App.state;
 
-  /** The screen switcher shows only when there is more than one game screen. */
+  /** The screen switcher shows only when a session has more than one game screen (today
+   * a session plays the one game it was launched for: the switcher stays hidden). */
   function renderScreenNav(active) {
-    var names = Object.keys(App.screens);
+    var names = [active];
     var nav = $("screens");
     nav.textContent = "";
     nav.hidden = names.length < 2;
@@ -50,9 +53,12 @@
     App.wireInventory();
     App.wireHistory();
     App.wireFairness();
-    Object.keys(App.screens).forEach(function (name) {
-      App.screens[name].wire();
-    });
+  }
+
+  /** The launched game's screen, or null (a game this app does not know). */
+  function launchedScreen(session) {
+    var key = session.game && session.game.key;
+    return key && Object.prototype.hasOwnProperty.call(App.screens, key) ? key : null;
   }
 
   function boot() {
@@ -61,27 +67,38 @@
       function (session) {
         state.token = session.token;
         state.player = session.player;
+        state.game = session.game;
         state.config = session.config;
-        state.currency = state.currency || session.config.currency;
-        state.balanceCurrency = state.currency;
-        if (!session.config.available) {
-          App.showFatal("The Upgrader is not available right now: no win chance can be offered.");
+        var name = launchedScreen(session);
+        if (name === null) {
+          App.showFatal("This game (" + String(session.game && session.game.key) +
+            ") cannot be played in this app.");
           return;
         }
+        var screen = App.screens[name];
+        var refusal = screen.refusal ? screen.refusal(session) : null;
+        if (refusal) {
+          App.showFatal(refusal);
+          return;
+        }
+        state.currency = state.currency || screen.currency(session);
+        state.balanceCurrency = state.currency;
+        screen.wire();
         $("boot").hidden = true;
         $("game").hidden = false;
         $("app").setAttribute("data-state", "ready");
+        $("app").setAttribute("data-game", name);
+        $("brand-name").textContent = screen.title;
+        document.title = screen.title;
         App.renderBalance();
-        showScreen(Object.keys(App.screens)[0]);
-        var starts = Object.keys(App.screens).map(function (name) {
-          return App.screens[name].start();
-        });
-        return Promise.all(starts.concat([
+        showScreen(name);
+        return Promise.all([
+          screen.start(),
           App.loadBalance(),
           App.refreshInventory(),
           App.refreshHistory(),
           App.refreshFairness()
-        ]));
+        ]);
       },
       function (error) {
         App.showFatal(error.message);

@@ -11,14 +11,18 @@
  *   gauge.js           the Upgrader's gauge
  *   upgrader-prizes.js the Upgrader's quote, prize grid and target
  *   upgrader.js        the Upgrader screen (registers itself as a game screen)
- *   app.js             boot: the session, then the screens and the tabs
+ *   box-verify.js      box versions by id (cached) and a box round's check in the browser
+ *   box-reels.js       the box screen's reels: a strip per box that lands on its item
+ *   box-won.js         the box screen's won items: cash back or keep
+ *   boxes.js           the box screen (registers itself as the "boxes" game screen)
+ *   app.js             boot: the session, then the launched game's screen and the tabs
  *
  * A game screen registers itself with GameApp.registerScreen(name, screen) and talks to
  * the panels through events (GameApp.on / GameApp.emit): "round-settled" refreshes the
  * history, the inventory and the fairness tab, "round-refused" the history; "inventory"
- * tells screens which items are open, "item-gone" that one was cashed back. Another game
- * (a box opening) is one more screen script and one more
- * <div class="screen" data-screen="..."> in index.html; the top bar then offers a switch.
+ * tells screens which items are open, "item-gone" that one was cashed back. A game is one
+ * more screen script and one more <div class="screen" data-screen="KEY"> in index.html,
+ * KEY being the game key a launch names (the session plays that game only).
  */
 (function () {
   "use strict";
@@ -37,7 +41,7 @@
     WALLET_UNAVAILABLE: "The casino wallet did not answer, so nothing was charged.",
     SERVICE_UNAVAILABLE: "The game is briefly unavailable. Please try again in a moment.",
     OUTCOME_UNKNOWN: "This is still being confirmed. Try again in a moment to see the result.",
-    GAME_DISABLED: "The Upgrader is not enabled for this casino.",
+    GAME_DISABLED: "This game is not enabled for this casino.",
     UPGRADER_MODE_DISABLED: "This stake mode is switched off by the casino.",
     UPGRADER_WAGER_OUT_OF_RANGE: "The wager is outside the allowed range.",
     UPGRADER_CHANCE_INVALID: "That win chance is not offered.",
@@ -45,7 +49,10 @@
     UPGRADER_ITEM_NOT_OWNED: "One of the staked items is no longer available to stake.",
     UNSUPPORTED_CURRENCY: "This currency is not supported by the casino.",
     IDEMPOTENCY_CONFLICT: "This action was already sent with different details.",
-    ACTION_IN_PROGRESS: "Your previous upgrade is still being processed.",
+    ACTION_IN_PROGRESS: "Your previous action is still being processed.",
+    BOX_NOT_FOUND: "This box is not offered any more.",
+    BOX_VERSION_CHANGED: "The box's contents have just changed. Check the new odds, then open again.",
+    BOX_UNAVAILABLE: "This box cannot be opened right now: one of its items is no longer available.",
     ITEM_NOT_AVAILABLE: "That item can no longer be cashed back.",
     ITEM_NOT_CASHABLE: "That item cannot be cashed back.",
     VALIDATION_ERROR: "The request was not accepted.",
@@ -55,6 +62,7 @@
   /* What a player reads for an owned item's state (the API's states are codes). */
   var ITEM_STATES = {
     unresolved: "in your inventory",
+    cancelled: "cancelled by the casino",
     consumed: "staked",
     cashed_back: "cashed back",
     shipping_requested: "shipping requested",
@@ -308,9 +316,12 @@
   var screens = {};
 
   /**
-   * A game screen: {title, wire() (once, before the session), start() (after it; may
-   * return a promise), onShow() (optional, each time it is shown)}; its markup is
-   * <div class="screen" data-screen="name">. The first registered is shown first.
+   * A game screen, named by its game key (session/init's game.key): {title,
+   * currency(session) (the game's currency when the launch URL names none),
+   * refusal(session) (optional: words when the game cannot be played), wire() (once,
+   * after the session), start() (then; may return a promise), onShow() (optional, each
+   * time it is shown)}; its markup is <div class="screen" data-screen="name">. Only the
+   * launched game's screen is wired, started and shown.
    */
   function registerScreen(name, screen) {
     screens[name] = screen;

@@ -1,9 +1,12 @@
 /*
- * The History tab: the player's rounds, newest first, and their verification in the
- * browser once the server seed is revealed. A row shows the local time the round settled,
- * the outcome in words, the prize, the stake, the chance and the roll as percentages.
- * On a wide screen it is a table; on a phone each row is a card (app.css), so nothing is
- * wider than the screen.
+ * The History tab: the player's rounds of every game, newest first, and their
+ * verification in the browser once the server seed is revealed. An Upgrader row shows the
+ * local time the round settled, the outcome in words, the prize, the stake, the payout,
+ * the chance and the roll as percentages; a box row (game "boxes") the box's name, how
+ * many were opened and the items when known, the price paid and the payout (its chance
+ * and roll are "—"). On a wide screen it is a table; on a phone each row is a card
+ * (app.css), so nothing is wider than the screen. Box rounds are checked by
+ * box-verify.js.
  */
 (function (App) {
   "use strict";
@@ -21,6 +24,7 @@
     ["result", "Result", false],
     ["prize", "Prize", false],
     ["stake", "Stake", true],
+    ["payout", "Payout", true],
     ["chance", "Chance", true],
     ["roll", "Roll", true],
     ["round", "Round", false],
@@ -38,6 +42,7 @@
         rounds = older ? rounds.concat(page.rounds) : page.rounds;
         nextCursor = page.nextCursor;
         renderHistory();
+        learnBoxNames();
       },
       function (error) {
         $("history-message").textContent = error.message;
@@ -54,6 +59,28 @@
       th.scope = "col";
       row.appendChild(th);
     });
+  }
+
+  /** Box rounds whose version is not known yet: ask once, then draw the rows again. */
+  function learnBoxNames() {
+    var asked = {};
+    var waits = [];
+    rounds.forEach(function (round) {
+      var box = round.box;
+      if (!box || App.knownBoxVersion(box.boxId, box.boxVersionId)) {
+        return;
+      }
+      var key = box.boxId + ":" + box.boxVersionId;
+      if (!asked[key]) {
+        asked[key] = true;
+        waits.push(App.boxVersion(box.boxId, box.boxVersionId).then(null, function () {
+          return null; // an unknown box keeps its id in the row
+        }));
+      }
+    });
+    if (waits.length) {
+      Promise.all(waits).then(renderHistory);
+    }
   }
 
   function renderHistory() {
@@ -73,9 +100,12 @@
 
   /** One cell per column; the figures are labelled for the phone card (no header). */
   function roundRow(round) {
-    var cells = round.status === "settled" ? settledCells(round) : unsettledCells(round);
-    var row = el("tr", round.status === "settled" ? "settled" : "unsettled");
+    var settled = round.status === "settled";
+    var cells = !settled ? unsettledCells(round) : isBox(round) ? boxCells(round)
+      : settledCells(round);
+    var row = el("tr", settled ? "settled" : "unsettled");
     row.setAttribute("data-round", round.publicId);
+    row.setAttribute("data-game", isBox(round) ? "boxes" : "upgrader");
     COLUMNS.forEach(function (column) {
       var td = el("td", "h-" + column[0]);
       if (column[2]) {
@@ -102,12 +132,6 @@
     if (round.target) {
       App.imageFor(round.target.itemId, round.target.imageUrl);
     }
-    var verify = el("button", "secondary small", "Verify");
-    verify.type = "button";
-    verify.setAttribute("data-verify", round.publicId);
-    verify.addEventListener("click", function () {
-      verifyRound(round);
-    });
     return {
       time: App.timeElement(round.settledAt),
       result: round.isWin ? "win" : "miss",
@@ -117,10 +141,51 @@
         : "\u2014",
       stake: App.money(round.betMinor, round.currency) +
         (round.mode === "items" ? " in items" : ""),
+      payout: App.money(round.payoutMinor, round.currency),
       chance: Money.percent(round.chanceBps),
       roll: Money.rollPercent(round.rolledBps),
       round: round.publicId,
-      verify: verify
+      verify: verifyButton(round)
+    };
+  }
+
+  function isBox(round) {
+    return round.game === "boxes" || !!round.box;
+  }
+
+  function verifyButton(round) {
+    var verify = el("button", "secondary small", "Verify");
+    verify.type = "button";
+    verify.setAttribute("data-verify", round.publicId);
+    verify.addEventListener("click", function () {
+      verifyRound(round);
+    });
+    return verify;
+  }
+
+  /** A box round: the box and the count (the items too once they are known). */
+  function boxCells(round) {
+    var box = round.box;
+    var version = App.knownBoxVersion(box.boxId, box.boxVersionId);
+    var name = version ? version.name : box.name || "Box " + box.boxId;
+    var reels = App.boxReelsOf(round);
+    var prize = name + " \u00d7 " + box.count;
+    if (reels && version) {
+      prize += ": " + reels.map(function (reel) {
+        return App.boxItemName(version, reel.itemId);
+      }).join(", ");
+    }
+    return {
+      time: App.timeElement(round.settledAt),
+      result: box.count === 1 ? "opened" : "opened " + box.count,
+      outcome: "box",
+      prize: prize,
+      stake: App.money(round.betMinor, round.currency),
+      payout: App.money(round.payoutMinor, round.currency),
+      chance: "\u2014",
+      roll: "\u2014",
+      round: round.publicId,
+      verify: verifyButton(round)
     };
   }
 
@@ -133,6 +198,7 @@
       outcome: "void",
       prize: words[1],
       stake: "\u2014",
+      payout: "\u2014",
       chance: "\u2014",
       roll: "\u2014",
       round: round.publicId
@@ -143,6 +209,8 @@
     var out = $("verify-output");
     out.hidden = false;
     out.className = "verify";
+    out.removeAttribute("data-verified");
+    out.setAttribute("data-round", round.publicId);
     out.textContent = "Verifying " + round.publicId + "\u2026";
     var fairness = state.fairness;
     var revealed = fairness && fairness.revealed.filter(function (seed) {
@@ -159,10 +227,17 @@
       out.textContent = "The fairness verifier (fairness.js) did not load.";
       return Promise.resolve();
     }
+    if (isBox(round)) {
+      return App.verifyBoxRound(round, revealed.serverSeed, out).then(null, function (error) {
+        out.className = "verify bad";
+        out.textContent = "Cannot verify " + round.publicId + ": " + error.message;
+      });
+    }
     return window.UpgraderFairness.verifyRound(round, revealed.serverSeed).then(
       function (result) {
         out.textContent = "";
         out.className = "verify " + (result.ok ? "ok" : "bad");
+        out.setAttribute("data-verified", result.ok ? "ok" : "bad");
         out.appendChild(el("strong", null, result.ok
           ? "Verified in your browser: " + round.publicId
           : "NOT verified: " + round.publicId));

@@ -103,39 +103,56 @@
     return row;
   }
 
-  // inventoryItemId -> the body of a cash-back whose outcome is not known yet: the next
-  // press asks again with the same action (a new one would find the item held)
+  // the items' ids -> the body of a cash-back whose outcome is not known yet: the next
+  // press asks again with the same action (a new one would find the items held)
   var unsettledCashouts = {};
 
-  function cashout(item, button) {
-    button.disabled = true;
-    var id = item.inventoryItemId;
-    var body = unsettledCashouts[id] ||
-      { clientActionId: App.newActionId(), inventoryItemIds: [id] };
-    unsettledCashouts[id] = body;
-    App.api("POST", "/api/play/cashout", body).then(
+  /**
+   * Cash back items ({inventoryItemId, name}, at most 20): resolves to the answer, or
+   * rejects with the error, which is shown. Used by this tab and by a game's won items.
+   */
+  function cashOut(list) {
+    var ids = list.map(function (item) {
+      return item.inventoryItemId;
+    });
+    var key = ids.slice().sort().join(",");
+    var body = unsettledCashouts[key] ||
+      { clientActionId: App.newActionId(), inventoryItemIds: ids };
+    unsettledCashouts[key] = body;
+    return App.api("POST", "/api/play/cashout", body).then(
       function (answer) {
-        delete unsettledCashouts[id];
+        delete unsettledCashouts[key];
         if (typeof answer.balanceAfterMinor === "number") {
           App.setBalance(answer.balanceAfterMinor, answer.currency);
         }
-        App.showNotice("Cashed back " + item.name + ": " +
+        var what = list.length === 1 ? list[0].name : list.length + " items";
+        App.showNotice("Cashed back " + what + ": " +
           App.money(answer.creditedMinor, answer.currency) +
           " credited to your casino balance.", "success");
         App.notifyParent({ type: "upgrader:cashout" });
-        App.emit("item-gone", item.inventoryItemId);
+        ids.forEach(function (id) {
+          App.emit("item-gone", id);
+        });
         refreshInventory();
+        return answer;
       },
       function (error) {
         var unknown = error.code === "OUTCOME_UNKNOWN" || error.code === "NETWORK_ERROR" ||
           error.code === "ACTION_IN_PROGRESS";
         if (!unknown) {
-          delete unsettledCashouts[id];
+          delete unsettledCashouts[key];
         }
-        button.disabled = false;
         App.showNotice(error.message, "error");
+        throw error;
       }
     );
+  }
+
+  function cashout(item, button) {
+    button.disabled = true;
+    cashOut([item]).catch(function () {
+      button.disabled = false;
+    });
   }
 
   function wireInventory() {
@@ -151,6 +168,7 @@
   }
 
   App.addItemControl = addItemControl;
+  App.cashOut = cashOut;
   App.refreshInventory = refreshInventory;
   App.renderInventory = renderInventory;
   App.wireInventory = wireInventory;

@@ -12,7 +12,7 @@
 
   var $ = App.$;
   var state = App.state;
-  var STORAGE_KEY = "upgrader.session.v1";
+  var STORAGE_KEY = "upgrader.session.v2"; // v2: the whole game block
 
   function sessionEnded() {
     state.token = null;
@@ -64,7 +64,8 @@
           var session = {
             token: answer.sessionToken,
             player: answer.player,
-            config: answer.game.config
+            game: answer.game, // {key, config} for the Upgrader, {key, box, ...} for boxes
+            config: answer.game.config || null
           };
           saveSession(session);
           state.initialBalance = answer.balance || null; // not saved: it ages
@@ -73,7 +74,7 @@
       );
     }
     var saved = loadSession();
-    if (saved && saved.token) {
+    if (saved && saved.token && saved.game) {
       state.token = saved.token;
       return App.api("GET", "/api/play/fairness").then(function (fairness) {
         state.fairness = fairness;

@@ -370,5 +370,16 @@
   U.renderWagerLimits = renderWagerLimits;
   U.renderStakeTotal = renderStakeTotal;
 
-  App.registerScreen("upgrader", { title: "Upgrader", wire: wire, start: start });
+  App.registerScreen("upgrader", {
+    title: "Upgrader",
+    wire: wire,
+    start: start,
+    currency: function (session) {
+      return session.config.currency;
+    },
+    refusal: function (session) {
+      return session.config && session.config.available ? null
+        : "The Upgrader is not available right now: no win chance can be offered.";
+    }
+  });
 })(window.GameApp);
