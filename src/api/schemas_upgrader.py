@@ -14,7 +14,7 @@ from typing import Annotated
 from msgspec import Meta
 
 from api.schemas import CurrencyOut, PlayerId, UpgraderConfigWire, Wire, words
-from application.games.boxes.round_answers import BoxOfRound
+from application.games.boxes.round_answers import BoxOfRound, BoxReelWire, BoxWonItemWire
 from application.games.upgrader.views import PrizeWire, RoundWire
 
 ClientActionId = Annotated[
@@ -115,14 +115,21 @@ class PrizesAnswer(Wire):
 class HistoryRoundWire(RoundWire, kw_only=True):
     """A round of any game, as round history shows it: an Upgrader round (interface 2.1),
     or a box round (decisions §10: ``game`` "boxes" and ``box``, without the Upgrader's
-    mode, chance, roll, target and Nuggets); the play answer's ``round`` either way. A
-    voided round (the wallet refused the debit) carries only publicId and status."""
+    mode, chance, roll, target and Nuggets, and with its ``reels`` and ``wonItems``); the
+    play answer's ``round`` either way. A voided round (the wallet refused the debit)
+    carries only publicId and status."""
 
     game: Annotated[
         str | None, words('the game, "upgrader" or "boxes"; absent on a voided round')
     ] = None
     box: Annotated[
         BoxOfRound | None, words("a box round's box version and how many boxes it opened")
+    ] = None
+    reels: Annotated[
+        list[BoxReelWire] | None, words("a box round's draws, one per box, in order")
+    ] = None
+    won_items: Annotated[
+        list[BoxWonItemWire] | None, words("a box round's won items, in reel order")
     ] = None
 
 

@@ -331,13 +331,22 @@ def test_purchases_debit_the_price_and_grant_the_items_their_tickets_name(
         sorted((w["inventoryItemId"], w["itemId"], "unresolved") for w in granted)
     )
 
-    # history (both APIs) and one round by id show the answers' rounds, newest first
-    rounds = [a["round"] for a in reversed(answers)]
+    # history (both APIs) and one round by id show the answers' rounds, then their reels
+    # and won items, newest first
+    def history_round(answer: dict) -> dict:
+        return {
+            **answer["round"],
+            "reels": answer["facts"]["reels"],
+            "wonItems": answer["wonItems"],
+        }
+
+    rounds = [history_round(a) for a in reversed(answers)]
     page = api.s2s("GET", "/api/s2s/rounds", params={"playerExternalId": player}).json()
     assert page == {"rounds": rounds, "nextCursor": None}
+    assert list(page["rounds"][0]) == [*answers[-1]["round"], "reels", "wonItems"]
     assert api.play("GET", "/api/play/rounds", token).json() == page
     by_id = api.s2s("GET", f"/api/s2s/rounds/{answers[1]['round']['publicId']}")
-    assert by_id.json() == answers[1]["round"]
+    assert by_id.json() == history_round(answers[1])
 
     # one round_settled webhook per round, its data the answer's (no balance)
     hooks = wait_until(

@@ -115,6 +115,15 @@ class BoxOpenAnswer(Wire):
     facts: BoxFactsWire
 
 
+class BoxHistoryRound(BoxRound, kw_only=True):
+    """A box round as round history shows it: the answer's ``round``, then the draws
+    (``facts.reels``) and the won items, so that a player or an auditor can check it
+    from the history alone (the Upgrader's history round carries its roll likewise)."""
+
+    reels: Annotated[list[BoxReelWire], words("one entry per box opened, in order")]
+    won_items: Annotated[list[BoxWonItemWire], words("one item per box, in reel order")]
+
+
 class BoxRoundSettledData(Wire):
     """A settled box round as the open answered it (without the balance)."""
 
@@ -211,9 +220,16 @@ def recorded_answer(round_: Round) -> BoxOpenAnswer:
 # -- the registry's views (application/games/registry.py): from the stored opening's JSON
 
 
-def round_view(opening_text: str, settlement: dict[str, Any]) -> BoxRound:
-    """What round history shows: the answer's ``round``."""
-    return box_round(BoxOpening.decode(opening_text), BoxSettlement.of(settlement))
+def round_view(opening_text: str, settlement: dict[str, Any]) -> BoxHistoryRound:
+    """What round history shows: the answer's ``round``, its reels and its won items."""
+    opening = BoxOpening.decode(opening_text)
+    recorded = BoxSettlement.of(settlement)
+    head = box_round(opening, recorded)
+    return BoxHistoryRound(
+        **{name: getattr(head, name) for name in head.__struct_fields__},
+        reels=box_facts(opening, recorded).reels,
+        won_items=[won_item_wire(won) for won in recorded.won_items],
+    )
 
 
 def webhook_data(opening_text: str, settlement: dict[str, Any]) -> BoxRoundSettledData:
