@@ -674,7 +674,10 @@ def test_verify_checks_a_stored_box_round_its_webhook_and_its_history(
     (hook,) = [h for h in log.webhooks if h["data"]["round"]["publicId"] == bought.public_id]
     assert hook["type"] == "round_settled"
     assert hook["data"]["facts"] == bought.answer["facts"]
-    assert hook["data"]["round"] == bought.answer["round"] == log.history
+    assert hook["data"]["round"] == bought.answer["round"]
+    history = {k: v for k, v in log.history.items() if k not in ("reels", "wonItems")}
+    assert history == bought.answer["round"]
+    assert log.history["reels"] == bought.answer["facts"]["reels"]
     nonces = [bought.first_nonce + k for k in range(3)]
     claims = ["serverSeedHash", "recorded oddsHash", "oddsHash", "totalTickets"]
     per_reel = [
@@ -685,7 +688,8 @@ def test_verify_checks_a_stored_box_round_its_webhook_and_its_history(
     for name, document, checked in (
         ("answer", bought.answer, claims + per_reel),
         ("webhook", hook, claims + per_reel),
-        ("history", log.history, claims),  # the round alone: no facts.reels to check
+        ("history", log.history, claims + per_reel),  # its reels beside the round
+        ("round", bought.answer["round"], claims),  # the round alone: no reels to check
     ):
         code, result = _verify(capsys, log, document, tmp_path / f"{name}.json")
         assert (code, result["ok"]) == (0, True), (name, result)
@@ -710,8 +714,8 @@ const F = require(process.argv[2]);
 const input = JSON.parse(require("fs").readFileSync(process.argv[3], "utf8"));
 (async () => {
   const out = [];
-  for (const version of input.versions) {
-    const f = F.boxRoundFields(input.answer);
+  for (const [doc, version] of input.pairs) {
+    const f = F.boxRoundFields(doc);
     out.push(await F.verifyBoxDraw({
       serverSeed: input.seed, clientSeed: f.boxClientSeed, nonce: f.boxNonce,
       count: f.boxCount, ranges: JSON.stringify(version), totalTickets: f.boxTotalTickets,
@@ -728,12 +732,14 @@ const input = JSON.parse(require("fs").readFileSync(process.argv[3], "utf8"));
 def test_the_verifier_page_verifies_a_stored_box_round(log: Log, tmp_path) -> None:
     """fairness.js (verifier.html's script) under node: a purchase's answer pasted, the
     version as the catalogue answers it in EUR (the base currency: its oddsHash hashes
-    again) and in USD (a repriced price: a note, not a failure)."""
+    again) and in USD (a repriced price: a note, not a failure); its round history entry
+    pasted checks the same."""
     import subprocess
 
     bought = log.boxes[1]
-    document = {"answer": bought.answer, "seed": log.seed}
-    document["versions"] = [log.versions["EUR"], log.versions["USD"]]
+    eur, usd = log.versions["EUR"], log.versions["USD"]
+    pairs = [[bought.answer, eur], [bought.answer, usd], [log.history, eur]]
+    document = {"pairs": pairs, "seed": log.seed}
     (tmp_path / "input.json").write_text(json.dumps(document), encoding="utf-8")
     (tmp_path / "driver.js").write_text(NODE_DRIVER, encoding="utf-8")
     done = subprocess.run(
@@ -744,7 +750,7 @@ def test_the_verifier_page_verifies_a_stored_box_round(log: Log, tmp_path) -> No
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    base, usd = json.loads(done.stdout)
+    base, usd, history = json.loads(done.stdout)
     committed = odds_hash(30, 2)
     assert log.versions["EUR"]["oddsHash"] == log.versions["USD"]["oddsHash"] == committed
     assert log.versions["USD"]["priceMinor"] == reprice(2000, "USD") == 2200
@@ -765,3 +771,4 @@ def test_the_verifier_page_verifies_a_stored_box_round(log: Log, tmp_path) -> No
     assert all(c["ok"] for c in base["checks"]) and base["tableOddsHash"] == committed
     assert usd["ok"] is True and len(usd["checks"]) == len(base["checks"]) - 1
     assert usd["notes"] and "priceMinor 2200 USD" in usd["notes"][0]
+    assert history == base  # a round history entry: the same reels and checks

@@ -874,8 +874,9 @@
 
   /**
    * The box form's fields from a box round as the API answers it (the open answer, a
-   * round_settled webhook or its data, or the round): seeds, first nonce, count, total
-   * tickets, and the tickets and items of facts.reels when present.
+   * round_settled webhook or its data, a round history entry, or the round): seeds,
+   * first nonce, count, total tickets, oddsHash, and the nonces, tickets and items of
+   * facts.reels (a history entry's reels) when present.
    */
   function boxRoundFields(doc) {
     if (doc && doc.data && typeof doc.data === "object") {
@@ -893,7 +894,9 @@
     if (fairness.algorithmKey !== ALGORITHM_KEY) {
       throw FairnessInputError("unsupported algorithmKey " + JSON.stringify(fairness.algorithmKey));
     }
-    var reels = facts && Array.isArray(facts.reels) ? facts.reels : null;
+    // a round history entry carries its reels beside the round's keys
+    var reels = facts && Array.isArray(facts.reels) ? facts.reels
+      : Array.isArray(round.reels) ? round.reels : null;
     function column(key) {
       return reels ? reels.map(function (reel) { return String(reel[key]); }).join(",") : "";
     }
