@@ -57,6 +57,7 @@ GROUPED_MODULES = {
     "tests/integration/test_explorers.py",
     "tests/integration/test_signing_examples.py",
     "tests/integration/test_audit_fast_paths.py",
+    "tests/integration/test_audit_boxes.py",
     "tests/unit/test_fairness_js.py",
     "tests/unit/test_box_draw_js.py",
 }

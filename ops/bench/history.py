@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ops.bench.history_rounds import WAGER, PastRounds
+from projections.analytics_boxes import add_round, box_sums, game_sums
 
 CHUNK_ROUNDS = 5000
 
@@ -120,6 +121,7 @@ class HistoryWriter:
         self.last = (0, GENESIS)
         self.heads: dict[str, list[Any]] = {}  # day -> [position, link, events added]
         self.daily: dict[tuple[Any, ...], list[int]] = {}
+        self.games = game_sums()  # analytics_game_daily, added up as the projection does
 
     def start(self, conn: Any) -> None:
         from projections.hash_chain import last_link
@@ -212,6 +214,7 @@ class HistoryWriter:
             rows["analytics_rounds"].append(tuple(fact[c] for c in FACT_COLUMNS))
             key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
             sums = daily_increments(fact)
+            add_round(self.games, box_sums(), "upgrader", fact)
             entry = self.daily.get(key)
             if entry is None:
                 self.daily[key] = [fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)]
@@ -289,7 +292,9 @@ class HistoryWriter:
             for key, entry in self.daily.items():
                 cursor.execute(_DAILY, (*key, *entry))
                 cursor.execute(_RATIOS, key)
-        self.heads, self.daily = {}, {}
+            for sql, params in self.games.statements():
+                cursor.execute(sql, params)
+        self.heads, self.daily, self.games = {}, {}, game_sums()
 
 
 def _grant_json(grant: dict[str, Any]) -> str:

@@ -11,7 +11,9 @@ A progress bar is drawn on a terminal (stderr); piped, a plain line every tenth.
 
 Exit status: 0 when every rule holds, 1 when any violation was found, 2 on bad input.
 ``--json`` prints ``{"roundsChecked", "fairnessVerified", "fairnessCommitted",
-"eventsReplayed", "violations": [{"kind", "round"|"item"|"event", "message"}], ...}``.
+"eventsReplayed", "boxRoundsChecked", "reelsVerified", "violations": [{"kind",
+"round"|"item"|"event", "message"}], ...}``. Box rounds (decisions §10) are checked by
+application/audit/boxes.py: a round counts as verified when all its reels are.
 
 ``chain-head`` recomputes the hash chain from the log and prints the last link of a UTC
 day (position, link, number of events that day), and compares it with the
@@ -101,7 +103,12 @@ def _print_summary(report: Any) -> None:
         f"  rounds checked:      {data['roundsChecked']} (settled {data['roundsSettled']}, "
         f"voided {data['roundsVoided']}, open {data['roundsOpen']})"
     )
-    print(f"  fairness verified:   {data['fairnessVerified']} (revealed seeds, roll recomputed)")
+    if data["boxRoundsChecked"]:
+        print(
+            f"  box rounds:          {data['boxRoundsChecked']} of them; "
+            f"{data['reelsVerified']} reels drawn again from revealed seeds"
+        )
+    print(f"  fairness verified:   {data['fairnessVerified']} (revealed seeds, draws recomputed)")
     print(f"  fairness committed:  {data['fairnessCommitted']} (seed not yet revealed)")
     print(f"  items checked:       {data['itemsChecked']}; cash-backs {data['cashoutsChecked']}")
     if chain.get("available"):

@@ -1,15 +1,21 @@
-"""``upgrader report``: GGR and RTP per operator, currency and chance preset for a period.
+"""``upgrader report``: GGR and RTP per operator, currency and chance preset, per game
+and per box version, for a period.
 
     upgrader report [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--operator ID] [--by-mode]
-                    [--csv [FILE]] [--plot FILE.png] [--no-catch-up]
+                    [--csv [FILE]] [--rows presets|games|boxes] [--plot FILE.png]
+                    [--box-plot FILE.png] [--no-catch-up]
                     [--config FILE | --database-url URL]
 
-Reads ``analytics_daily`` (see docs/analytics.md), after bringing the ``analytics``
-projection up to the log's head (``--no-catch-up`` reads it as it is). Days are UTC days
-of the settle time, both ends included; the default period is the 30 days up to today.
-On a terminal the report is a table (rich); ``--csv`` prints CSV (minor units, ratios to
-six decimals) to stdout or FILE; ``--plot FILE`` writes a PNG of realised against
-theoretical RTP per preset (needs matplotlib).
+Reads ``analytics_daily``, ``analytics_game_daily`` and ``analytics_box_daily`` (see
+docs/analytics.md), after bringing the ``analytics`` projection up to the log's head
+(``--no-catch-up`` reads them as they are). Days are UTC days of the settle time, both
+ends included; the default period is the 30 days up to today. On a terminal the report
+is three tables (rich): the Upgrader's presets, the games, the box versions (each shown
+when it has rows); ``--csv`` prints one of them as CSV (minor units, ratios to six
+decimals) to stdout or FILE, the presets unless ``--rows`` names another; ``--plot FILE``
+writes a PNG of realised against theoretical RTP per preset and ``--box-plot FILE`` one of
+the box versions' realised against expected and theoretical RTP (cli_report_boxes.py;
+both need matplotlib).
 """
 
 from __future__ import annotations
@@ -82,7 +88,6 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], day_from: str, day_to: str, by_mode: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Upgrader GGR and RTP, {day_from} to {day_to} (UTC settle days)")
@@ -108,9 +113,7 @@ def print_table(rows: list[dict[str, Any]], day_from: str, day_to: str, by_mode:
             _ratio(row["expected_rtp"]),
         ]
         table.add_row(*cells)
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=140)
+    console = _console()
     if not rows:
         console.print(f"no settled rounds from {day_from} to {day_to}")
         return
@@ -122,6 +125,15 @@ def print_table(rows: list[dict[str, Any]], day_from: str, day_to: str, by_mode:
         "See docs/analytics.md.",
         highlight=False,
     )
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+        console = Console(width=140)
+    return console
 
 
 def write_plot(rows: list[dict[str, Any]], path: str, day_from: str, day_to: str) -> None:
@@ -181,8 +193,9 @@ def write_plot(rows: list[dict[str, Any]], path: str, day_from: str, day_to: str
 
 def _run(args: argparse.Namespace) -> int:
     from application.audit.auditor import open_store
+    from entrypoints import cli_report_boxes as boxes
     from projections.analytics import Analytics
-    from projections.analytics_report import report_rows
+    from projections.analytics_report import box_rows, game_rows, report_rows
     from projections.runner import ProjectionRunner
 
     day_from, day_to = _period(args)
@@ -198,27 +211,42 @@ def _run(args: argparse.Namespace) -> int:
         else:
             ProjectionRunner(events, db, [Analytics()]).catch_up("analytics")
         rows = report_rows(db, day_from, day_to, args.operator, by_mode=args.by_mode)
+        games = game_rows(db, day_from, day_to, args.operator, by_mode=args.by_mode)
+        box_versions = box_rows(db, day_from, day_to, args.operator)
     finally:
         db.close()
         events.close()
     if args.csv is not None:
-        text = to_csv(rows)
+        text = {
+            "presets": lambda: to_csv(rows),
+            "games": lambda: boxes.rows_csv(games, boxes.GAME_CSV),
+            "boxes": lambda: boxes.rows_csv(box_versions, boxes.BOX_CSV),
+        }[args.rows]()
         if args.csv == "-":
             sys.stdout.write(text)
         else:
             Path(args.csv).write_text(text, encoding="utf-8")
-            print(f"wrote {len(rows)} rows to {args.csv}")
+            print(f"wrote {text.count(chr(10)) - 1} rows to {args.csv}")
     else:
-        print_table(rows, day_from, day_to, args.by_mode)
-    if args.plot:
+        console = _console()
+        if rows or not games:
+            print_table(rows, day_from, day_to, args.by_mode)
+        if games:
+            boxes.print_games(console, games, day_from, day_to)
+        if box_versions:
+            boxes.print_boxes(console, box_versions, day_from, day_to)
+    plots = ((args.plot, write_plot, rows), (args.box_plot, boxes.write_box_plot, box_versions))
+    for path, write, shown in plots:
+        if not path:
+            continue
         try:
-            write_plot(rows, args.plot, day_from, day_to)
+            write(shown, path, day_from, day_to)
         except ImportError:
             print(
-                "upgrader report: --plot needs matplotlib (pip install matplotlib)", file=sys.stderr
+                "upgrader report: plots need matplotlib (pip install matplotlib)", file=sys.stderr
             )
             return 2
-        print(f"wrote the RTP plot to {args.plot}", file=sys.stderr if args.csv == "-" else None)
+        print(f"wrote the RTP plot to {path}", file=sys.stderr if args.csv == "-" else None)
     return 0
 
 
@@ -226,7 +254,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = command(
         commands,
         "report",
-        "GGR and RTP per operator, currency and chance preset for a period",
+        "GGR and RTP per operator, currency and chance preset, per game and per box",
         _run,
     )
     parser.add_argument(
@@ -253,7 +281,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="CSV instead of the table, to stdout or FILE",
     )
+    parser.add_argument(
+        "--rows",
+        choices=("presets", "games", "boxes"),
+        default="presets",
+        help="which rows --csv writes: the Upgrader's presets (default), games or box versions",
+    )
     parser.add_argument("--plot", metavar="FILE", help="write a PNG of realised vs theoretical RTP")
+    parser.add_argument(
+        "--box-plot",
+        metavar="FILE",
+        help="write a PNG of each box version's realised vs expected and theoretical RTP",
+    )
     parser.add_argument(
         "--no-catch-up",
         action="store_true",

@@ -1,15 +1,17 @@
 """``upgrader verify --round FILE`` when FILE holds a box round (decisions §10).
 
 A box round as the API answers it: the open answer ``{round, wonItems, balanceAfterMinor,
-facts}``, a ``round_settled`` webhook (or its ``data``), or the round alone. The round is
+facts}``, a ``round_settled`` webhook (or its ``data``), a round history entry (the
+round with ``reels`` and ``wonItems`` beside its keys), or the round alone. The round is
 a box round when ``game`` is ``"boxes"`` or it has a ``box`` object. Read from it:
 
 * ``round.fairness``: ``algorithmKey`` (must be hmac_sha256_v1), ``clientSeed``, ``nonce``
   (the first), ``serverSeedHash`` (a claim);
 * ``round.box``: ``boxId``, ``boxVersionId`` (the version whose recorded table gives the
   items), ``count``, and the claims ``oddsHash`` and ``totalTickets``;
-* ``facts.reels`` when present, one per box: the claims ``nonce``, ``ticket`` and ``itemId``
-  of each (a reel naming another box, version or space than the round's is malformed).
+* ``facts.reels`` (a history entry's ``reels``) when present, one per box: the claims
+  ``nonce``, ``ticket`` and ``itemId`` of each (a reel naming another box, version or
+  space than the round's is malformed).
 
 Pure parsing: ``request_from_round`` gives the ``BoxRequest`` that cli_verify_box.py checks.
 """
@@ -32,11 +34,14 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def _unwrap(document: Any) -> tuple[Any, Any]:
-    """(round, facts) of an open answer, a webhook (or its data) or a round alone."""
+    """(round, facts) of an open answer, a webhook (or its data), a round history entry
+    (the round with its ``reels`` beside it) or a round alone."""
     if isinstance(document, dict) and isinstance(document.get("data"), dict):
         document = document["data"]
     if isinstance(document, dict) and isinstance(document.get("round"), dict):
         return document["round"], document.get("facts")
+    if isinstance(document, dict) and document.get("reels") is not None:
+        return document, {"reels": document["reels"]}
     return document, None
 
 

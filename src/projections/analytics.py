@@ -2,11 +2,14 @@
 
 One projection, ``analytics``, keeps in one transaction per batch:
 
-* ``analytics_rounds``: the rounds fact table, one row per settled round;
+* ``analytics_rounds``: the rounds fact table, one row per settled Upgrader round (a
+  cancelled round is taken back from every table: ``analytics_cancels.py``);
 * ``analytics_item_flows``: one row per item movement (granted, consumed, cashed_back,
   shipping_requested, shipped);
 * ``analytics_daily``: per operator, UTC day (of the settle time), currency, mode and
   chance preset: rounds, wagered, paid out, GGR, Nuggets, realised and theoretical RTP;
+* ``analytics_game_daily`` (every game), ``analytics_box_rounds`` and
+  ``analytics_box_daily`` (box rounds): ``analytics_boxes.py``;
 * two internal staging tables: ``analytics_open_rounds`` (the opening of a round until it
   settles or is voided) and ``analytics_stakes`` (what a staked item counted for, until
   its ``ItemConsumed`` is seen).
@@ -41,20 +44,28 @@ from application.store.sql import execute_in_order
 from domain.inventory import InventoryItem
 from domain.round import Round, game_of
 from projections import analytics_cancels as cancels
-from projections.analytics_facts import _flow_row, _json, round_fact
+from projections.analytics_boxes import (
+    BOX_FACT,
+    BOX_FACT_COLUMNS,
+    BOXES,
+    add_round,
+    box_fact,
+    box_sums,
+    game_sums,
+)
+from projections.analytics_boxes import SCHEMA as BOX_SCHEMA
+from projections.analytics_facts import _flow_row, _json, daily_increments, round_fact
 from projections.analytics_tables import (
     _CLOSE,
     _DAILY,
-    _DROP_EMPTY,
     _FACT,
     _FLOW,
     _GRANT_FIELDS,
     _OPEN,
     _RATIOS,
     _STAKE,
-    _UNFACT,
     _UNSTAKE,
-    DAILY_KEY,
+    DAILY_KEY_OF_FACT,
     DAILY_SUMS,
     FACT_COLUMNS,
     FLOW_COLUMNS,
@@ -67,7 +78,6 @@ from projections.unnest import on_postgres
 OPENED = get_topic(Round.Opened)
 SETTLED = get_topic(Round.RoundSettled)
 VOIDED = get_topic(Round.RoundVoided)
-CANCELLED = cancels.CANCELLED
 GRANTED = get_topic(InventoryItem.ItemGranted)
 MOVES = {
     get_topic(InventoryItem.ItemConsumed): "consumed",
@@ -81,8 +91,8 @@ MOVEMENTS = ("granted", *MOVES.values())
 
 class Analytics:
     name = "analytics"
-    topics = frozenset({OPENED, SETTLED, VOIDED, CANCELLED, GRANTED, *MOVES})
-    schema = SCHEMA
+    topics = frozenset({OPENED, SETTLED, VOIDED, GRANTED, cancels.CANCELLED, *MOVES})
+    schema = [*SCHEMA, *BOX_SCHEMA]
 
     def process(self, cur: Any, event: Any, position: int) -> None:
         topic = get_topic(type(event))
@@ -96,8 +106,8 @@ class Analytics:
             )
         elif topic == GRANTED:
             self._granted(cur, event, position)
-        elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
-            cancels.take_back(cur, event.originator_id.hex, self._add_daily)
+        elif topic == cancels.CANCELLED:
+            cancels.take_back_alone(cur, event.originator_id.hex)
         else:
             self._moved(cur, event, position, MOVES[topic])
 
@@ -108,17 +118,13 @@ class Analytics:
         added up here and upserted once per key; the other writes go in event order,
         pipelined."""
         round_ids, settled, moved = [], [], []
-        cancelled = [i.event.originator_id.hex for i in items if i.notification.topic == CANCELLED]
-        facts = cancels.recorded_facts(cur, cancelled)  # and the batch's own, kept below
         for item in items:
             topic = item.notification.topic
-            if topic == CANCELLED:
-                continue
             if topic in (OPENED, SETTLED, VOIDED):
                 round_ids.append(item.event.originator_id.hex)
                 if topic == SETTLED:
                     settled.append(item.event.originator_id.hex)
-            elif topic != GRANTED:
+            elif topic not in (GRANTED, cancels.CANCELLED):
                 moved.append(item.event.originator_id.hex)
         open_rounds: dict[str, str | None] = dict(
             select_in(
@@ -129,8 +135,11 @@ class Analytics:
         )
         recorded = {
             row[0]
+            for table in ("analytics_rounds", "analytics_box_rounds")
             for row in select_in(
-                cur, "SELECT round_id FROM analytics_rounds WHERE round_id IN ({keys})", settled
+                cur,
+                f"SELECT round_id FROM {table} WHERE round_id IN ({{keys}})",  # noqa: S608
+                settled,
             )
         }
         granted: dict[str, tuple[Any, ...]] = {}
@@ -157,13 +166,11 @@ class Analytics:
         }
         statements: list[tuple[str, tuple[Any, ...]]] = []
         daily: dict[tuple[Any, ...], list[Any]] = {}
-        dropped: list[tuple[str, tuple[Any, ...]]] = []
+        games, boxes, cancelled = game_sums(), box_sums(), cancels.BatchCancels(cur, items)
         for item in items:
             event, position, topic = item.event, item.position, item.notification.topic
             if topic == OPENED:
                 round_id, opening = event.originator_id.hex, event.opening
-                if game_of(opening) != "upgrader":
-                    continue  # the round tables are the Upgrader's (box rounds: not yet)
                 text = _json(opening)
                 statements.append((_OPEN, (round_id, text)))
                 if open_rounds.get(round_id) is None:
@@ -182,21 +189,26 @@ class Analytics:
                 stored = open_rounds.get(round_id)
                 if stored is None or round_id in recorded:
                     continue  # no opening (the auditor reports it), or recorded already
-                fact = {"round_id": round_id, **round_fact(json.loads(stored), event.settlement)}
-                fact["position"] = position
-                statements.append((_FACT, tuple(fact[c] for c in FACT_COLUMNS)))
+                opening = json.loads(stored)
+                game = game_of(opening)
                 recorded.add(round_id)
                 statements.append((_CLOSE, (round_id,)))
                 open_rounds[round_id] = None
+                if game == BOXES:
+                    fact = {"round_id": round_id, **box_fact(opening, event.settlement)}
+                    fact["position"] = position
+                    statements.append((BOX_FACT, tuple(fact[c] for c in BOX_FACT_COLUMNS)))
+                    add_round(games, boxes, game, fact)
+                    cancelled.settled(round_id, game, fact)
+                    continue
+                fact = {"round_id": round_id, **round_fact(opening, event.settlement)}
+                fact["position"] = position
+                statements.append((_FACT, tuple(fact[c] for c in FACT_COLUMNS)))
+                add_round(games, boxes, game, fact)
                 cancels.add_to_day(daily, fact, 1)
-                if round_id in cancelled:
-                    facts[round_id] = fact
-            elif topic == CANCELLED:  # analytics_cancels.py: the round no longer counts
-                fact = facts.pop(event.originator_id.hex, None)
-                if fact is not None:
-                    statements.append((_UNFACT, (fact["round_id"],)))
-                    cancels.add_to_day(daily, fact, -1)
-                    dropped.append((_DROP_EMPTY, cancels.daily_key(fact)))
+                cancelled.settled(round_id, game, fact)
+            elif topic == cancels.CANCELLED:  # the round no longer counts
+                statements += cancelled.cancelled(event, daily, games, boxes)
             elif topic == VOIDED:
                 round_id = event.originator_id.hex
                 statements.append((_CLOSE, (round_id,)))
@@ -235,10 +247,8 @@ class Analytics:
                 elif movement == "cashed_back":
                     amount, currency = event.credited_minor, event.currency
                     reference = event.cashout_public_id
-                elif movement == "shipping_requested":
-                    reference = event.shipment_public_id
-                elif movement == "cancelled":
-                    reference = event.round_public_id
+                elif movement in cancels.REFERENCE:
+                    reference = getattr(event, cancels.REFERENCE[movement])
                 statements.append(
                     (
                         _FLOW,
@@ -251,7 +261,7 @@ class Analytics:
             statements.append((_DAILY, (*key, *entry)))
         for key in daily:
             statements.append((_RATIOS, key))
-        statements += dropped
+        statements += games.statements() + boxes.statements() + cancelled.drops
         if on_postgres(cur):
             _write_unnest(cur, statements)
         else:
@@ -261,8 +271,6 @@ class Analytics:
 
     def _opened(self, cur: Any, event: Any, position: int) -> None:
         opening = event.opening
-        if game_of(opening) != "upgrader":
-            return  # the round tables are the Upgrader's (box rounds: not yet)
         cur.execute(
             "INSERT INTO analytics_open_rounds (round_id, opening) VALUES (?, ?) "
             "ON CONFLICT (round_id) DO NOTHING",
@@ -289,31 +297,26 @@ class Analytics:
         row = cur.fetchone()
         if row is None:
             return  # a settle without an opening: the auditor reports it
-        fact = {"round_id": round_id, **round_fact(json.loads(row[0]), event.settlement)}
+        opening = json.loads(row[0])
+        game = game_of(opening)
+        facts = (box_fact, BOX_FACT_COLUMNS) if game == BOXES else (round_fact, FACT_COLUMNS)
+        fact = {"round_id": round_id, **facts[0](opening, event.settlement)}
         fact["position"] = position
-        columns = ", ".join(FACT_COLUMNS)
-        marks = ", ".join("?" for _ in FACT_COLUMNS)
-        cur.execute(
-            f"INSERT INTO analytics_rounds ({columns}) VALUES ({marks}) "  # noqa: S608
-            "ON CONFLICT (round_id) DO NOTHING",
-            tuple(fact[c] for c in FACT_COLUMNS),
-        )
+        cur.execute(BOX_FACT if game == BOXES else _FACT, tuple(fact[c] for c in facts[1]))
         if cur.rowcount == 0:
             return
         cur.execute("DELETE FROM analytics_open_rounds WHERE round_id = ?", (round_id,))
-        self._add_daily(cur, fact)
+        games, boxes = game_sums(), box_sums()
+        add_round(games, boxes, game, fact)
+        for sql, params in games.statements() + boxes.statements():
+            cur.execute(sql, params)
+        if game != BOXES:
+            self._add_daily(cur, fact)
 
-    def _add_daily(self, cur: Any, fact: dict[str, Any], sign: int = 1) -> None:
-        """Add the fact's increments to its day (``sign`` -1: take them back)."""
-        key = cancels.daily_key(fact)
-        columns = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
-        updates = ", ".join(f"{s} = analytics_daily.{s} + excluded.{s}" for s in DAILY_SUMS)
-        cur.execute(
-            f"INSERT INTO analytics_daily ({', '.join(columns)}) "  # noqa: S608
-            f"VALUES ({', '.join('?' for _ in columns)}) "
-            f"ON CONFLICT ({', '.join(DAILY_KEY)}) DO UPDATE SET {updates}",
-            (*key, fact["currency_exponent"], *cancels.signed_increments(fact, sign)),
-        )
+    def _add_daily(self, cur: Any, fact: dict[str, Any]) -> None:
+        key = tuple(fact[c] for c in DAILY_KEY_OF_FACT)
+        sums = daily_increments(fact)
+        cur.execute(_DAILY, (*key, fact["currency_exponent"], *(sums[s] for s in DAILY_SUMS)))
         cur.execute(_RATIOS, key)
 
     # -- items ------------------------------------------------------------------------------
@@ -370,10 +373,8 @@ class Analytics:
         elif movement == "cashed_back":
             amount, currency = event.credited_minor, event.currency
             reference = event.cashout_public_id
-        elif movement == "shipping_requested":
-            reference = event.shipment_public_id
-        elif movement == "cancelled":
-            reference = event.round_public_id
+        elif movement in cancels.REFERENCE:
+            reference = getattr(event, cancels.REFERENCE[movement])
         self._flow(cur, position, aggregate_id, grant, movement, amount, currency, reference, at)
 
     def _flow(

@@ -1,9 +1,11 @@
-"""Reading the analyst tables: ``upgrader report``'s GGR and RTP rows."""
+"""Reading the analyst tables: ``upgrader report``'s GGR and RTP rows (per Upgrader
+preset, per game, per box)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from projections.analytics_boxes import BOX_SUMS, GAME_SUMS
 from projections.analytics_facts import BPS
 from projections.analytics_tables import DAILY_SUMS
 
@@ -55,4 +57,95 @@ def report_rows(
             row["theoretical_item_return_ppm_minor"] / 1_000_000 / wagered if wagered else None
         )
         rows.append(row)
+    return rows
+
+
+def _grouped(
+    db: Any,
+    table: str,
+    key: tuple[str, ...],
+    fixed: tuple[str, ...],
+    sums: tuple[str, ...],
+    day_from: str,
+    day_to: str,
+    operator_id: str | None,
+) -> list[dict[str, Any]]:
+    """``sums`` of ``table`` per ``key`` over [from, to] (``fixed``: one value per key)."""
+    where = "day >= ? AND day <= ?"
+    params: list[Any] = [day_from, day_to]
+    if operator_id is not None:
+        where += " AND operator_id = ?"
+        params.append(operator_id)
+    select = ", ".join((*key, *(f"MAX({f})" for f in fixed), *(f"SUM({s})" for s in sums)))
+    with db.transaction() as cur:
+        cur.execute(
+            f"SELECT {select} FROM {table} WHERE {where} "  # noqa: S608 - our own names
+            f"GROUP BY {', '.join(key)} ORDER BY {', '.join(key)}",
+            tuple(params),
+        )
+        fetched = cur.fetchall()
+    names = (*key, *fixed, *sums)
+    rows = []
+    for record in fetched:
+        row = dict(zip(names, record, strict=True))
+        for name in sums:
+            row[name] = int(row[name])
+        rows.append(row)
+    return rows
+
+
+def _ratio(part: int, whole: int, scale: int = 1) -> float | None:
+    return part / scale / whole if whole else None
+
+
+def game_rows(
+    db: Any,
+    day_from: str,
+    day_to: str,
+    operator_id: str | None = None,
+    by_mode: bool = False,
+) -> list[dict[str, Any]]:
+    """Rounds, wagered, paid out, GGR and realised RTP per operator, currency and game
+    (and mode) over [from, to], from ``analytics_game_daily``."""
+    key = ("operator_id", "currency", "game", *(("mode",) if by_mode else ()))
+    rows = _grouped(
+        db,
+        "analytics_game_daily",
+        key,
+        ("currency_exponent",),
+        GAME_SUMS,
+        day_from,
+        day_to,
+        operator_id,
+    )
+    for row in rows:
+        row["currency_exponent"] = int(row["currency_exponent"])
+        row["realised_rtp"] = _ratio(row["paid_out_minor"], row["wagered_minor"])
+    return rows
+
+
+def box_rows(
+    db: Any, day_from: str, day_to: str, operator_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Per operator, currency, box and version over [from, to], from
+    ``analytics_box_daily``: rounds, boxes opened, wagered, paid out, GGR, realised RTP
+    against the table's expected one, and realised cash-back RTP against ``rtpBps``."""
+    rows = _grouped(
+        db,
+        "analytics_box_daily",
+        ("operator_id", "currency", "box_id", "box_version_id"),
+        ("currency_exponent",),
+        BOX_SUMS,
+        day_from,
+        day_to,
+        operator_id,
+    )
+    for row in rows:
+        row["currency_exponent"] = int(row["currency_exponent"])
+        row["box_id"], row["box_version_id"] = int(row["box_id"]), int(row["box_version_id"])
+        wagered, base = row["wagered_minor"], row["wagered_base_minor"]
+        row["realised_rtp"] = _ratio(row["paid_out_minor"], wagered)
+        row["expected_rtp"] = _ratio(row["expected_return_bps_minor"], wagered, BPS)
+        row["realised_cashback_rtp"] = _ratio(row["won_cashback_bps_base_minor"], base, BPS)
+        row["theoretical_rtp"] = _ratio(row["theoretical_return_bps_minor"], wagered, BPS)
     return rows

@@ -211,12 +211,6 @@ _FLOW = (
     f"INSERT INTO analytics_item_flows ({', '.join(FLOW_COLUMNS)}) "  # noqa: S608
     f"VALUES ({', '.join('?' for _ in FLOW_COLUMNS)}) ON CONFLICT (position) DO NOTHING"
 )
-# a cancelled round (analytics_cancels.py): its fact row goes, and its day's row if empty
-_UNFACT = "DELETE FROM analytics_rounds WHERE round_id = ?"
-_DROP_EMPTY = (
-    "DELETE FROM analytics_daily WHERE operator_id = ? AND day = ? AND currency = ? "
-    "AND mode = ? AND chance_bps = ? AND rounds = 0"
-)
 _DAILY_COLUMNS = (*DAILY_KEY, "currency_exponent", *DAILY_SUMS)
 _DAILY = (
     f"INSERT INTO analytics_daily ({', '.join(_DAILY_COLUMNS)}) "  # noqa: S608
@@ -258,8 +252,9 @@ def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> No
     statement reads another table than its own, so each table is written on its own:
     ``analytics_open_rounds`` by ``net_insert_delete``, ``analytics_stakes`` (upserts of
     every column, deletes) by ``net_upsert_delete``; ``analytics_rounds`` and
-    ``analytics_item_flows`` by ``first_per_key`` (then a cancel's deletes of facts);
-    ``analytics_daily`` (one upsert per key of the batch, then its ratios) as before."""
+    ``analytics_item_flows``, never deleted from, by ``first_per_key``;
+    ``analytics_daily`` (one upsert per key of the batch, then its ratios) as before, and
+    the other statements (``analytics_boxes.py``'s tables) in their order."""
     closed, opened = net_insert_delete(
         (sql is _OPEN, row[0], row) for sql, row in statements if sql is _OPEN or sql is _CLOSE
     )
@@ -279,10 +274,9 @@ def _write_unnest(cur: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> No
         writes.append((_STAKE_UNNEST, columns(staked)))
     if facts:
         writes.append((_FACT_UNNEST, arrays(facts, _FACT_TYPES)))
-    writes += [(sql, row) for sql, row in statements if sql is _UNFACT]  # after the inserts
     if flows:
         writes.append((_FLOW_UNNEST, arrays(flows, _FLOW_TYPES)))
-    # the daily upserts, their ratios, then (cancels) the rows left with no round
-    writes += [(sql, row) for sql, row in statements if sql is _DAILY or sql is _RATIOS]
-    writes += [(sql, row) for sql, row in statements if sql is _DROP_EMPTY]
+    unnested = (_OPEN, _CLOSE, _STAKE, _UNSTAKE, _FACT, _FLOW)
+    # the rest in order: the daily upserts and ratios, the games' and boxes' rows
+    writes += [(sql, row) for sql, row in statements if not any(sql is u for u in unnested)]
     execute_in_order(cur, writes)

@@ -550,7 +550,8 @@ def test_racing_copies_and_racing_cancels_credit_once(
 def test_a_log_with_cancels_projects_to_the_same_rows_in_batches(
     env: ItemsEnv, wallet: ThreadedWalletServer, clock: ManualClock
 ) -> None:
-    """Accepted, refused-then-accepted and still-held cancels (of wins and of a loss):
+    """Accepted, refused-then-accepted and still-held cancels (of wins, a loss and a box
+    round):
     every projection gives the same rows event by event, in batches of 500 and of 7
     (a settle and its cancel now in one batch, now in two), racing, and rewound."""
     player = "cancel-rows"
@@ -562,6 +563,9 @@ def test_a_log_with_cancels_projects_to_the_same_rows_in_batches(
     assert error_of(_cancel(env, wins[2], player, "k-2")) == (422, "LIMIT_REACHED")
     assert _cancel(env, wins[1], player, "k-3").status_code == 200
     assert _cancel(env, lost, player, "k-4").status_code == 200
+    buy = {"playerExternalId": player, "clientActionId": "buy", "boxId": 7, "boxVersionId": 3}
+    box_round = post(env.api, "/api/s2s/purchase", {**buy, "count": 2}).json()["round"]
+    assert _cancel(env, box_round["publicId"], player, "k-5").status_code == 200
     database_url, raw = env.database_url, env.raw
     env.stop()  # no live projection loop while the runners below rewind the tables
     platform = Platform(make_config(database_url, raw, wallet_url=wallet.url), clock=clock)
@@ -580,7 +584,8 @@ def test_a_log_with_cancels_projects_to_the_same_rows_in_batches(
     facts = {r[1] for r in rows["analytics_rounds"]}
     assert wins[2] in facts and not facts & {wins[0], wins[1], lost}
     flows = [r for r in rows["analytics_item_flows"] if r[6] == "cancelled"]
-    assert sorted(r[13] for r in flows) == sorted(wins)
+    # every item taken with its round, the held round's too (a box round: both items)
+    assert sorted(r[13] for r in flows) == sorted([*wins, *[box_round["publicId"]] * 2])
     credits = {r[0]: r[5] for r in rows["wallet_cancel_credits"]}
     assert credits == {
         f"{wins[0]}:cancel:1": "credited",
@@ -588,31 +593,28 @@ def test_a_log_with_cancels_projects_to_the_same_rows_in_batches(
         f"{wins[1]}:cancel:2": "credited",
         f"{wins[2]}:cancel:1": "refused",
         f"{lost}:cancel:1": "credited",
+        f"{box_round['publicId']}:cancel:1": "credited",
     }
     hooks = [r for r in rows["webhook_outbox"] if r[1].endswith(":round_cancelled")]
     assert sorted(json.loads(r[6])["data"]["round"]["publicId"] for r in hooks) == sorted(
-        [wins[0], wins[1], lost]
+        [wins[0], wins[1], lost, box_round["publicId"]]
     )
+    # the box round taken back: no fact, and its daily rows (it was the only one) gone
+    assert rows["analytics_box_rounds"] == [] and rows["analytics_box_daily"] == []
+    assert [r for r in rows["analytics_game_daily"] if r[3] == "boxes"] == []
+    # the Upgrader's game row counts the two rounds that stand: the held win and one more
+    upgrader = [r for r in rows["analytics_game_daily"] if r[3] == "upgrader"]
+    assert sum(r[6] for r in upgrader) == len(rows["analytics_rounds"])
 
 
 # -- box rounds ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def box_env(
-    database_url: str, clock: ManualClock, wallet: ThreadedWalletServer
-) -> Iterator[ItemsEnv]:
-    """``checked_env`` (the money, cancel credits included) without the audit: the auditor
-    does not know box rounds yet (issue 17, item 6: "upgrader audit ... knows box rounds")."""
-    yield from checked_env(database_url, clock, wallet)
-
-
 def test_a_box_round_is_cancelled_with_all_its_items(
-    box_env: ItemsEnv, wallet: ThreadedWalletServer
+    env: ItemsEnv, wallet: ThreadedWalletServer
 ) -> None:
     """A purchase of three boxes of box 7 (version 3: 3.00 EUR, one item, item 1): its bet
     of 9.00 EUR comes back and its three items are cancelled together."""
-    env = box_env
     player = "cancel-boxes"
     wallet.ledger.fund("op-a", player, "EUR", 10_000)
     body = {

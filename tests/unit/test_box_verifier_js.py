@@ -103,7 +103,8 @@ async function main() {
   }
   for (const round of input.rounds) {
     const r = await B.verifyBoxDraw(round);
-    out.rounds.push({ ok: r.ok, reels: r.reels, checks: r.checks });
+    out.rounds.push({ ok: r.ok, reels: r.reels, checks: r.checks, notes: r.notes,
+      tableOddsHash: r.tableOddsHash || null });
   }
   for (const bad of input.bad) {
     try { await M.verifyBoxDraw(bad); out.errors.push("accepted"); }
@@ -131,10 +132,29 @@ def _round(nonce: int | str, count: str, total: int, **claims: str) -> dict:
     }
 
 
+def _version_round(nonce: int, price: int, currency: str = "EUR", **claims: str) -> dict:
+    """A two-box round over 1000 tickets whose ranges are box 5 version 2's JSON as the
+    catalogue answers it, in ``currency`` at ``price``."""
+    version = json.loads(ranges_text(table(1000), as_json=True))
+    version["priceMinor"], version["currency"] = price, currency
+    return {**_round(nonce, "2", 1000, **claims), "ranges": json.dumps(version)}
+
+
+def odds_hash_of(price: int, rows: list[tuple[int, int, int]]) -> str:
+    """Decisions §10's oddsHash of box 5 version 2 at ``price``, with hashlib."""
+    items = ",".join(f"[{i},{b - a + 1}]" for i, a, b in rows)
+    text = f'{{"boxId":5,"boxVersionId":2,"priceMinor":{price},"items":[{items}]}}'
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+COMMITTED = odds_hash_of(100, table(1000))  # box 5 version 2 in the base currency
 ROUNDS = [
     _round(7, "5", 1000),
     _round(BIG_NONCE, "3", THIRD),
     _round(0, "", 10, tickets="0,0", items="1,2"),  # count from the claims: 2 boxes
+    _version_round(40, 100, oddsHash=COMMITTED.upper(), nonces="40, 41"),
+    _version_round(40, 110, "USD", oddsHash=COMMITTED, nonces="40,42"),  # USD at 1.1
+    _version_round(40, 100, oddsHash="ab" * 32),  # another table's hash
 ]
 GOOD = {"serverSeed": SERVER, "clientSeed": CLIENT, "nonce": "1", "count": "1"}
 BAD = [
@@ -164,6 +184,9 @@ BAD = [
     ({**GOOD, "totalTickets": "9", "serverSeed": "A" * 64}, "server seed must be 64 lowercase"),
     ({**GOOD, "totalTickets": "9", "clientSeed": ""}, "client seed must be 1 to 64 printable"),
     ({**GOOD, "totalTickets": "9", "serverSeedHash": "xyz"}, "server seed hash must be 64 hex"),
+    ({**GOOD, "totalTickets": "9", "oddsHash": "xyz"}, "the oddsHash must be 64 hex characters"),
+    ({**GOOD, "totalTickets": "9", "nonces": "1,2"}, "2 nonces given for 1 boxes"),
+    ({**GOOD, "totalTickets": "9", "nonces": "-1"}, "a claimed nonce must be a non-negative"),
 ]
 TABLES = [
     "101 0-9\n102: 10..69\n\n103 70 99\n",
@@ -211,14 +234,15 @@ def node_result(tmp_path_factory: pytest.TempPathFactory) -> dict:
 @needs_node
 def test_every_box_vector_verifies_as_a_one_box_round_in_node(node_result: dict) -> None:
     expected = []
-    for case in CASES:
+    for index, case in enumerate(CASES):
         rows = table(case["totalTickets"])
         item = item_of(case["ticket"], rows)
         _, start, end = next(r for r in rows if r[0] == item)
         expected.append(
             [
                 True,
-                3,  # serverSeedHash, ticket, item
+                # serverSeedHash, ticket, item; with the catalogue's JSON, its oddsHash
+                4 if index % 4 == 1 else 3,
                 case["totalTickets"],
                 case["serverSeedHash"],
                 str(case["nonce"]),
@@ -237,7 +261,7 @@ def test_every_box_vector_verifies_as_a_one_box_round_in_node(node_result: dict)
 
 @needs_node
 def test_a_round_of_several_boxes_uses_consecutive_nonces_in_node(node_result: dict) -> None:
-    results = node_result["rounds"]
+    results = node_result["rounds"][:3]
     for (first, count, total), result in zip(
         [(7, 5, 1000), (BIG_NONCE, 3, THIRD), (0, 2, 10)], results, strict=True
     ):
@@ -276,6 +300,49 @@ def test_a_round_of_several_boxes_uses_consecutive_nonces_in_node(node_result: d
     ]
     assert results[2]["ok"] is (drawn == [0, 0] and items == [1, 2])
     assert results[0]["ok"] is True and results[0]["checks"] == []
+
+
+@needs_node
+def test_the_odds_hash_and_nonces_of_a_box_round_are_checked_in_node(node_result: dict) -> None:
+    """The round's oddsHash against the pasted version's, the version's table and price
+    hashed again (hashlib here); a version shown in another currency (a repriced
+    priceMinor) is a note, not a failure; each reel's nonce against the claims."""
+    base, usd, foreign = node_result["rounds"][3:]
+
+    def check(claim: str, claimed: object, recomputed: object) -> dict:
+        return {
+            "claim": claim,
+            "ok": claimed == recomputed,
+            "claimed": claimed,
+            "recomputed": recomputed,
+        }
+
+    assert base["checks"] == [
+        check("oddsHash", COMMITTED, COMMITTED),
+        check("box 1 nonce", "40", "40"),
+        check("box 2 nonce", "41", "41"),
+        check("odds table's oddsHash", COMMITTED, COMMITTED),
+    ]
+    assert (base["ok"], base["notes"], base["tableOddsHash"]) == (True, [], COMMITTED)
+    assert usd["checks"] == [
+        check("oddsHash", COMMITTED, COMMITTED),
+        check("box 1 nonce", "40", "40"),
+        check("box 2 nonce", "42", "41"),
+    ]
+    assert usd["ok"] is False  # the second nonce claimed is not the second box's
+    repriced = odds_hash_of(110, table(1000))
+    assert usd["tableOddsHash"] == repriced
+    assert usd["notes"] == [
+        f"The pasted table (box 5 version 2, priceMinor 110 USD) hashes to {repriced}, not "
+        f"{COMMITTED}. The oddsHash commits to the price in the operator's base currency: "
+        "fetch the version with ?currency= set to it and paste it again. In the base "
+        "currency, a different hash means a different table."
+    ]
+    assert foreign["checks"] == [
+        check("oddsHash", "ab" * 32, COMMITTED),
+        check("odds table's oddsHash", COMMITTED, COMMITTED),
+    ]
+    assert foreign["ok"] is False
 
 
 @needs_node
@@ -379,8 +446,9 @@ def test_the_page_opened_from_file_verifies_a_box_draw(tmp_path: Path) -> None:
 
 def test_the_page_fills_the_box_form_from_a_pasted_round() -> None:
     """A round_settled webhook of a two-box round (decisions §10's shape) pasted into the
-    page fills seeds, nonce, count, total tickets, tickets and items; with the revealed
-    server seed and the ranges every claim is verified."""
+    page fills seeds, nonce, count, total tickets, oddsHash, nonces, tickets and items;
+    with the revealed server seed and the version's JSON every claim is verified, the
+    version's oddsHash recomputed from its table."""
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed: browser test skipped"
     )
@@ -408,7 +476,7 @@ def test_the_page_fills_the_box_form_from_a_pasted_round() -> None:
             "boxId": 5,
             "boxVersionId": 2,
             "count": 2,
-            "oddsHash": "0" * 64,
+            "oddsHash": COMMITTED,
             "totalTickets": 1000,
         },
         "fairness": {
@@ -436,12 +504,11 @@ def test_the_page_fills_the_box_form_from_a_pasted_round() -> None:
             page.fill("#box-round-json", json.dumps(webhook))
             page.click("#fill-from-box-round")
             page.wait_for_selector("#box-result[data-status=filled]")
-            filled = {
-                name: page.input_value(f"#box-{name}")
-                for name in ("client-seed", "nonce", "count", "total-tickets", "tickets", "items")
-            }
+            names = ("client-seed", "nonce", "count", "total-tickets", "odds-hash", "nonces")
+            names += ("tickets", "items")
+            filled = {name: page.input_value(f"#box-{name}") for name in names}
             page.fill("#box-server-seed", SERVER)
-            page.fill("#box-ranges", ranges_text(rows, as_json=False))
+            page.fill("#box-ranges", ranges_text(rows, as_json=True))
             page.click("#box-verifier button[type=submit]")
             page.wait_for_selector("#box-result h2:has-text('erified')")
             heading = page.inner_text("#box-result h2")
@@ -456,9 +523,12 @@ def test_the_page_fills_the_box_form_from_a_pasted_round() -> None:
         "nonce": "12",
         "count": "2",
         "total-tickets": "1000",
+        "odds-hash": COMMITTED,
+        "nonces": "12,13",
         "tickets": f"{drawn[0]},{drawn[1]}",
         "items": f"{reels[0]['itemId']},{reels[1]['itemId']}",
     }
-    assert heading == "Verified: all 5 checks passed"
+    # serverSeedHash, oddsHash, 2 nonces, 2 tickets, 2 items, the table's oddsHash
+    assert heading == "Verified: all 9 checks passed"
     assert refused == "this round has no fairness block (a voided round?)"
     assert errors == []

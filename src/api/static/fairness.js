@@ -406,6 +406,49 @@
     return { totalTickets: next, ranges: out };
   }
 
+  function isId(value) {
+    return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+  }
+
+  /**
+   * A box version as the catalogue answers it carries what its oddsHash commits to:
+   * table.oddsHash (the hash it shows) and table.commitment ({boxId, boxVersionId,
+   * priceMinor, items: [[itemId, weight], ...]}, the weights from the ranges), kept when
+   * the document has them.
+   */
+  function commitmentOf(doc, table) {
+    if (typeof doc.oddsHash === "string" && HEX64.test(doc.oddsHash)) {
+      table.oddsHash = doc.oddsHash.toLowerCase();
+    }
+    if (isId(doc.boxId) && isId(doc.boxVersionId) && isId(doc.priceMinor)) {
+      table.commitment = {
+        boxId: doc.boxId,
+        boxVersionId: doc.boxVersionId,
+        priceMinor: doc.priceMinor,
+        items: table.ranges.map(function (r) {
+          return [r.itemId, r.ticketTo - r.ticketFrom + 1];
+        })
+      };
+      table.currency = typeof doc.currency === "string" ? doc.currency : null;
+    }
+  }
+
+  /**
+   * oddsHash (decisions section 10): lowercase hex SHA-256 of the compact JSON
+   * {"boxId":B,"boxVersionId":V,"priceMinor":P,"items":[[itemId,weight],...]}.
+   */
+  function oddsHash(commitment) {
+    return Promise.resolve().then(function () {
+      var text = JSON.stringify({
+        boxId: commitment.boxId,
+        boxVersionId: commitment.boxVersionId,
+        priceMinor: commitment.priceMinor,
+        items: commitment.items
+      });
+      return subtle().digest("SHA-256", ascii(text));
+    }).then(hex);
+  }
+
   /**
    * The box's table from what a player can paste: a box version as the catalogue answers
    * it ({items: [{itemId, ticketFrom, ticketTo}, ...], totalTickets?}, or a list of those
@@ -434,6 +477,9 @@
         throw FairnessInputError(
           "totalTickets says " + doc.totalTickets + " but the ranges hold " + table.totalTickets
         );
+      }
+      if (doc && !Array.isArray(doc)) {
+        commitmentOf(doc, table);
       }
       return table;
     }
@@ -544,8 +590,10 @@
     var table;
     var tickets;
     var items;
+    var nonces;
+    var claimedOdds;
     var count;
-    var result = { ok: true, checks: [] };
+    var result = { ok: true, checks: [], notes: [] };
     return Promise.resolve()
       .then(function () {
         var rangesText = String(input.ranges || "").trim();
@@ -561,13 +609,19 @@
         }
         tickets = claimList(input.tickets, "a claimed ticket");
         items = claimList(input.items, "a claimed item id");
+        nonces = nonceList(input.nonces);
+        var odds = String(input.oddsHash || "").trim();
+        if (odds && !HEX64.test(odds)) {
+          throw FairnessInputError("the oddsHash must be 64 hex characters");
+        }
+        claimedOdds = odds ? odds.toLowerCase() : null;
         if (items && !table) {
           throw FairnessInputError("items can only be checked with the box's ticket ranges");
         }
         var given = String(input.count === undefined ? "" : input.count).trim();
         count = given ? wholeNumber(given, 1, MAX_BOXES, "the number of boxes")
           : (tickets || items || [0]).length;
-        [["tickets", tickets], ["items", items]].forEach(function (pair) {
+        [["tickets", tickets], ["items", items], ["nonces", nonces]].forEach(function (pair) {
           if (pair[1] && pair[1].length !== count) {
             throw FairnessInputError(
               pair[1].length + " " + pair[0] + " given for " + count + " boxes (one per box)"
@@ -598,8 +652,14 @@
           check("serverSeedHash", result.claimedHash, result.serverSeedHash);
         }
         delete result.claimedHash;
+        if (claimedOdds && table && table.oddsHash) {
+          check("oddsHash", claimedOdds, table.oddsHash);
+        }
         for (var k = 0; k < reels.length; k++) {
           var name = "box " + (k + 1) + " (nonce " + reels[k].nonce + ")";
+          if (nonces) {
+            check("box " + (k + 1) + " nonce", nonces[k], reels[k].nonce);
+          }
           if (tickets) {
             check(name + " ticket", tickets[k], reels[k].ticket);
           }
@@ -607,8 +667,43 @@
             check(name + " item", items[k], reels[k].itemId);
           }
         }
-        return result;
+        var committed = table && (table.oddsHash || claimedOdds);
+        if (!table || !table.commitment || !committed) {
+          return result;
+        }
+        return oddsHash(table.commitment).then(function (recomputed) {
+          result.tableOddsHash = recomputed;
+          if (recomputed === committed) {
+            check("odds table's oddsHash", committed, recomputed);
+          } else {
+            // a version fetched in another currency shows a repriced priceMinor: not the
+            // base price the hash commits to, so this is said, not counted as a failure
+            result.notes.push(
+              "The pasted table (box " + table.commitment.boxId + " version " +
+                table.commitment.boxVersionId + ", priceMinor " + table.commitment.priceMinor +
+                (table.currency ? " " + table.currency : "") + ") hashes to " + recomputed +
+                ", not " + committed + ". The oddsHash commits to the price in the " +
+                "operator's base currency: fetch the version with ?currency= set to it and " +
+                "paste it again. In the base currency, a different hash means a different table."
+            );
+          }
+          return result;
+        });
       });
+  }
+
+  /** Claimed nonces, one per box (digit strings, any size), or null. */
+  function nonceList(value) {
+    var text = String(value === undefined || value === null ? "" : value).trim();
+    if (!text) {
+      return null;
+    }
+    return text.split(",").map(function (part) {
+      if (!DIGITS.test(part.trim())) {
+        throw FairnessInputError("a claimed nonce must be a non-negative whole number");
+      }
+      return firstNonce(part);
+    });
   }
 
   var api = {
@@ -626,7 +721,8 @@
     parseTable: parseTable,
     tableOf: tableOf,
     drawReels: drawReels,
-    verifyBoxDraw: verifyBoxDraw
+    verifyBoxDraw: verifyBoxDraw,
+    oddsHash: oddsHash
   };
 
   /* ---- the page (verifier.html) ------------------------------------------------- */
@@ -778,8 +874,9 @@
 
   /**
    * The box form's fields from a box round as the API answers it (the open answer, a
-   * round_settled webhook or its data, or the round): seeds, first nonce, count, total
-   * tickets, and the tickets and items of facts.reels when present.
+   * round_settled webhook or its data, a round history entry, or the round): seeds,
+   * first nonce, count, total tickets, oddsHash, and the nonces, tickets and items of
+   * facts.reels (a history entry's reels) when present.
    */
   function boxRoundFields(doc) {
     if (doc && doc.data && typeof doc.data === "object") {
@@ -797,7 +894,9 @@
     if (fairness.algorithmKey !== ALGORITHM_KEY) {
       throw FairnessInputError("unsupported algorithmKey " + JSON.stringify(fairness.algorithmKey));
     }
-    var reels = facts && Array.isArray(facts.reels) ? facts.reels : null;
+    // a round history entry carries its reels beside the round's keys
+    var reels = facts && Array.isArray(facts.reels) ? facts.reels
+      : Array.isArray(round.reels) ? round.reels : null;
     function column(key) {
       return reels ? reels.map(function (reel) { return String(reel[key]); }).join(",") : "";
     }
@@ -807,11 +906,31 @@
       boxCount: present(round.box.count) ? String(round.box.count) : "",
       boxTotalTickets: present(round.box.totalTickets) ? String(round.box.totalTickets) : "",
       boxServerSeedHash: String(fairness.serverSeedHash || ""),
+      boxOddsHash: typeof round.box.oddsHash === "string" ? round.box.oddsHash : "",
+      boxNonces: column("nonce"),
       boxTickets: column("ticket"),
       boxItems: column("itemId"),
       boxId: String(round.box.boxId),
       boxVersionId: String(round.box.boxVersionId)
     };
+  }
+
+  /** One line per check: what was compared with what. */
+  function boxCheckText(c) {
+    if (c.claim === "oddsHash") {
+      return c.ok
+        ? "\u2714 The round's oddsHash is the pasted version's: " + c.recomputed + "."
+        : "\u2718 The round's oddsHash " + c.claimed + " is NOT the pasted version's " +
+            c.recomputed + ": this is not the table the round drew from.";
+    }
+    if (c.claim === "odds table's oddsHash") {
+      return "\u2714 The pasted table (items, weights, price) hashes to the oddsHash " +
+        c.recomputed + ".";
+    }
+    return c.ok
+      ? "\u2714 The " + c.claim + " matches: " + c.recomputed + "."
+      : "\u2718 The " + c.claim + " does NOT match: the seeds give " + c.recomputed +
+          ", but " + c.claimed + " was given.";
   }
 
   function wireBoxPage(doc) {
@@ -866,9 +985,11 @@
           show("filled", "Form filled from the round", [
             {
               text: "Now enter the revealed server seed and the ticket ranges of box " +
-                filled.boxId + " version " + filled.boxVersionId + " (the catalogue answers " +
-                "them for every version), or keep the total tickets to check tickets only, " +
-                "and press Verify."
+                filled.boxId + " version " + filled.boxVersionId + ": paste the version's " +
+                "JSON as GET /api/play/boxes/" + filled.boxId + "/versions/" +
+                filled.boxVersionId + " answers it (every version, retired ones included; " +
+                "in the operator's base currency its oddsHash is recomputed too), or keep " +
+                "the total tickets to check tickets only, and press Verify."
             }
           ]);
           form.elements.namedItem("boxServerSeed").focus();
@@ -891,6 +1012,8 @@
         ranges: field("boxRanges"),
         totalTickets: field("boxTotalTickets").trim(),
         serverSeedHash: field("boxServerSeedHash"),
+        oddsHash: field("boxOddsHash"),
+        nonces: field("boxNonces"),
         tickets: field("boxTickets"),
         items: field("boxItems")
       }).then(
@@ -909,14 +1032,14 @@
             }
             lines.push({ className: "reel", text: text, reel: reel });
           });
+          if (result.tableOddsHash) {
+            lines.push({ text: "oddsHash of the pasted table: " + result.tableOddsHash });
+          }
           result.checks.forEach(function (c) {
-            lines.push({
-              className: c.ok ? "ok" : "bad",
-              text: c.ok
-                ? "\u2714 The " + c.claim + " matches: " + c.recomputed + "."
-                : "\u2718 The " + c.claim + " does NOT match: the seeds give " + c.recomputed +
-                  ", but " + c.claimed + " was given."
-            });
+            lines.push({ className: c.ok ? "ok" : "bad", text: boxCheckText(c) });
+          });
+          result.notes.forEach(function (note) {
+            lines.push({ className: "note", text: note });
           });
           var failed = result.checks.filter(function (c) {
             return !c.ok;

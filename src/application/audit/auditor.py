@@ -40,8 +40,10 @@ from typing import Any
 
 from eventsourcing.application import Application
 
+from application.audit.boxes import GAME as BOX_GAME
+from application.audit.boxes import box_state
 from application.audit.cancels import CancelChecks
-from application.audit.config import ProfileSnapshot, catalog_item
+from application.audit.config import ProfileSnapshot, catalog_item, pinned_currencies
 from application.audit.fairness import FairnessChecks
 from application.audit.items import ItemChecks
 from application.audit.money import MoneyChecks
@@ -87,6 +89,7 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks, CancelChecks):
             InventoryItem.ItemShippingRequested: self._shipping_requested,
             InventoryItem.ItemShipped: self._shipped,
             Cashout.CashoutRequested: self._cashout_requested,
+            **self._box_handlers(),
         }
 
     # -- rounds: opening ----------------------------------------------------------------------
@@ -103,12 +106,18 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks, CancelChecks):
         self.by_public[r.public_id] = r
         for entry in (opening.get("stake") or {}).get("items") or []:
             r.stake_ids.add(entry["inventoryItemId"])
+        if "game" in opening and opening["game"] == BOX_GAME:
+            r.box = box_state(opening)
         if not in_scope:
             return
         self.report.rounds_checked += 1
         if r.public_id != round_public_id(event.originator_id):
             self._round(r, "round_state", "the round's public id does not name its aggregate")
-        self._check_opening(r)
+        if r.box is None:
+            self._check_opening(r)
+        else:
+            self.report.box_rounds_checked += 1
+            self._check_box_opening(r)
 
     def _check_opening(self, r: _Round) -> None:
         o = r.opening
@@ -189,27 +198,9 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks, CancelChecks):
     def _currencies(
         self, r: _Round, profile: ProfileSnapshot
     ) -> tuple[Currency | None, Currency | None]:
-        o = r.opening
-        base_code = profile.settings.get("base_currency")
-        base = profile.currency(base_code) if base_code else None
-        currency = profile.currency(o["currency"])
-        if base is None:
-            self._round(r, "config", f"base currency {base_code!r} has no recorded rate")
-            return None, None
-        if currency is None:
-            self._round(r, "rate", f"currency {o['currency']} was not configured at the time")
-            return base, None
-        recorded = profile.rates[o["currency"]]
-        if o["fx_rate"] != recorded["rate"] or o["currency_exponent"] != recorded["exponent"]:
-            self._round(
-                r,
-                "rate",
-                f"rate {o['fx_rate']} (exponent {o['currency_exponent']}) pinned for "
-                f"{o['currency']}, the recorded rate was {recorded['rate']} "
-                f"(exponent {recorded['exponent']})",
-            )
-        if o["base_currency"] != base.code or o["base_exponent"] != base.exponent:
-            self._round(r, "rate", f"base currency {o['base_currency']} is not {base.code}")
+        base, currency, problems = pinned_currencies(r.opening, profile)
+        for kind, message in problems:
+            self._round(r, kind, message)
         return base, currency
 
     def _check_target(
@@ -351,6 +342,9 @@ class Auditor(MoneyChecks, FairnessChecks, ItemChecks, CancelChecks):
                 else:
                     report.open_rollbacks.append(listed)
             if r.status not in ("settled", "held", "cancelled"):
+                continue
+            if r.box is not None:
+                self._finish_box(r)
                 continue
             if r.nonce_uses == 0:
                 self._round(r, "nonce", "no NonceUsed event records the round's nonce")

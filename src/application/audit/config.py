@@ -103,6 +103,35 @@ def catalog_item(item: dict[str, Any]) -> CatalogItem:
     )
 
 
+def pinned_currencies(
+    opening: dict[str, Any], profile: ProfileSnapshot
+) -> tuple[Currency | None, Currency | None, list[tuple[str, str]]]:
+    """The base currency and the round's currency as the profile recorded them, and the
+    problems (kind, message) with the rate and exponents the opening pinned (any game)."""
+    o = opening
+    base_code = profile.settings.get("base_currency")
+    base = profile.currency(base_code) if base_code else None
+    currency = profile.currency(o["currency"])
+    if base is None:
+        return None, None, [("config", f"base currency {base_code!r} has no recorded rate")]
+    if currency is None:
+        return base, None, [("rate", f"currency {o['currency']} was not configured at the time")]
+    problems = []
+    recorded = profile.rates[o["currency"]]
+    if o["fx_rate"] != recorded["rate"] or o["currency_exponent"] != recorded["exponent"]:
+        problems.append(
+            (
+                "rate",
+                f"rate {o['fx_rate']} (exponent {o['currency_exponent']}) pinned for "
+                f"{o['currency']}, the recorded rate was {recorded['rate']} "
+                f"(exponent {recorded['exponent']})",
+            )
+        )
+    if o["base_currency"] != base.code or o["base_exponent"] != base.exponent:
+        problems.append(("rate", f"base currency {o['base_currency']} is not {base.code}"))
+    return base, currency, problems
+
+
 class _Versions:
     """Snapshots of one aggregate by version (the last one is the current state)."""
 
@@ -199,6 +228,13 @@ class ConfigHistory:
         if versions is None:
             return None, f"catalogue item {item_id} was never recorded"
         return versions.at(pinned)
+
+    def item_snapshots(self, item_id: int) -> list[dict[str, Any]]:
+        """Every recorded state of the item so far, newest first."""
+        versions = self._items.get(item_id)
+        if versions is None:
+            return []
+        return [versions.by_version[v] for v in sorted(versions.by_version, reverse=True)]
 
     def current_item(self, item_id: int) -> dict[str, Any] | None:
         versions = self._items.get(item_id)

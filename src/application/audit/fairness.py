@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit.replay import Replay, _Pair
+from application.audit.boxes import BoxChecks
+from application.audit.replay import _Pair
 from application.audit.report import Violation
 from domain.fairness import is_valid_server_seed, roll, seed_hash
 
 
-class FairnessChecks(Replay):
+class FairnessChecks(BoxChecks):
     # -- fairness ---------------------------------------------------------------------------------
 
     def _pair_scope(self, pair: _Pair) -> bool:
@@ -83,6 +84,9 @@ class FairnessChecks(Replay):
                 self.report.violations.append(
                     Violation("nonce", "round", public_id, f"nonce {nonce} used by no round")
                 )
+            return
+        if r.box is not None:
+            self._box_pair_round(pair, r, nonce, seed, revealed)
             return
         r.nonce_uses += 1
         if r.nonce_uses > 1:

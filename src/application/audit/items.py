@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit.replay import RESOLVED, Replay, _Item
+from application.audit.boxes import BoxChecks
+from application.audit.replay import RESOLVED, _Item
 from domain.ids import inventory_item_id
 
 
-class ItemChecks(Replay):
+class ItemChecks(BoxChecks):
     # -- items ----------------------------------------------------------------------------------
 
     def _known_item(self, event: Any, position: int) -> _Item | None:
@@ -39,6 +40,9 @@ class ItemChecks(Replay):
         if inventory_item_id(number) != event.originator_id:
             self._item(item, "grant", "the item's id does not name its aggregate")
         r = self.by_public.get(grant.get("round_public_id", ""))
+        if r is not None and r.box is not None:
+            self._box_granted(item, r, grant)
+            return
         if r is None or r.settlement is None or not r.settlement.get("is_win"):
             self._item(
                 item, "grant", f"granted by {grant.get('round_public_id')}, not a settled win"

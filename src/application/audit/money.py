@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.audit.replay import OPENING_KEPT, SETTLEMENT_KEPT, Replay, _Round
+from application.audit.boxes import BoxChecks
+from application.audit.replay import OPENING_KEPT, SETTLEMENT_KEPT, _Round
 from domain.fairness import ROLL_SPACE
 from domain.wallet_attempts import (
     DEBIT,
@@ -23,7 +24,7 @@ def _moves(entry: dict[str, Any], to: str) -> bool:
     return entry["state"] in DEBIT.reached_from[to]
 
 
-class MoneyChecks(Replay):
+class MoneyChecks(BoxChecks):
     # -- rounds: the money saga -----------------------------------------------------------------
 
     def _attempt(self, r: _Round, attempt: int, position: int) -> dict[str, Any] | None:
@@ -129,6 +130,8 @@ class MoneyChecks(Replay):
         r.settlement = {key: s.get(key) for key in SETTLEMENT_KEPT}
         o = r.opening
         r.opening = {key: o.get(key) for key in OPENING_KEPT}  # memory: keep what is used later
+        if r.box is not None:
+            self._box_settled(r, o, s)
         if not r.in_scope:
             return
         debited = [a for a, e in r.attempts.items() if e["state"] == "debited"]
@@ -142,6 +145,8 @@ class MoneyChecks(Replay):
             )
         if o["mode"] == "items" and r.attempts:
             self._round(r, "debit", "an items-mode round settled after a wallet debit")
+        if r.box is not None:
+            return  # its draws: audit/boxes.py
         rolled = s["rolled_bps"]
         chance = o["chance_bps"]
         if not isinstance(rolled, int) or not 0 <= rolled < ROLL_SPACE:

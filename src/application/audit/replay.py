@@ -52,6 +52,7 @@ class _Round:
     # the cancel (decisions §11): its credit attempts, and the items cancelled with it
     cancel_attempts: dict[int, dict[str, Any]] = field(default_factory=dict)
     items_cancelled: int = 0
+    box: Any = None  # a box round's draws and grants (audit/boxes.py ``BoxState``)
 
     @property
     def public_id(self) -> str:

@@ -33,6 +33,8 @@ class AuditReport:
     events_replayed: int = 0
     items_checked: int = 0
     cashouts_checked: int = 0
+    box_rounds_checked: int = 0  # of rounds_checked
+    reels_verified: int = 0  # box draws recomputed from a revealed seed
     open_rollbacks: list[dict[str, Any]] = field(default_factory=list)
     escalated_rollbacks: list[dict[str, Any]] = field(default_factory=list)
     open_cancel_credits: list[dict[str, Any]] = field(default_factory=list)
@@ -59,6 +61,8 @@ class AuditReport:
             "eventsReplayed": self.events_replayed,
             "itemsChecked": self.items_checked,
             "cashoutsChecked": self.cashouts_checked,
+            "boxRoundsChecked": self.box_rounds_checked,
+            "reelsVerified": self.reels_verified,
             "openRollbacks": self.open_rollbacks,
             "escalatedRollbacks": self.escalated_rollbacks,
             "openCancelCredits": self.open_cancel_credits,
