@@ -9,6 +9,9 @@ from projections.analytics_boxes import BOX_SUMS, GAME_SUMS
 from projections.analytics_facts import BPS
 from projections.analytics_tables import DAILY_SUMS
 
+GAME_REPORT_KEY = ("operator_id", "currency", "game")  # game_rows' groups (+ "mode")
+BOX_REPORT_KEY = ("operator_id", "currency", "box_id", "box_version_id")  # box_rows' groups
+
 REPORT_KEY = ("operator_id", "currency", "chance_bps")
 
 
@@ -22,18 +25,14 @@ def report_rows(
     """GGR and RTP per operator, currency and chance preset (and mode) over [from, to]."""
     key = (*REPORT_KEY, "mode") if by_mode else REPORT_KEY
     sums = DAILY_SUMS
-    where = "day >= ? AND day <= ?"
     params: list[Any] = [day_from, day_to]
     if operator_id is not None:
-        where += " AND operator_id = ?"
         params.append(operator_id)
-    select = ", ".join((*key, "MAX(currency_exponent)", *(f"SUM({s})" for s in sums)))
+    sql = grouped_sql(
+        "analytics_daily", key, ("currency_exponent",), sums, by_operator=operator_id is not None
+    )
     with db.transaction() as cur:
-        cur.execute(
-            f"SELECT {select} FROM analytics_daily WHERE {where} "  # noqa: S608
-            f"GROUP BY {', '.join(key)} ORDER BY {', '.join(key)}",
-            tuple(params),
-        )
+        cur.execute(sql, tuple(params))
         fetched = cur.fetchall()
     rows = []
     for record in fetched:
@@ -60,6 +59,23 @@ def report_rows(
     return rows
 
 
+def grouped_sql(
+    table: str,
+    key: tuple[str, ...],
+    fixed: tuple[str, ...],
+    sums: tuple[str, ...],
+    *,
+    by_operator: bool,
+) -> str:
+    """The statement of :func:`_grouped` (parameters: day from, day to[, operator])."""
+    where = "day >= ? AND day <= ?" + (" AND operator_id = ?" if by_operator else "")
+    select = ", ".join((*key, *(f"MAX({f})" for f in fixed), *(f"SUM({s})" for s in sums)))
+    return (
+        f"SELECT {select} FROM {table} WHERE {where} "  # noqa: S608 - our own names
+        f"GROUP BY {', '.join(key)} ORDER BY {', '.join(key)}"
+    )
+
+
 def _grouped(
     db: Any,
     table: str,
@@ -71,18 +87,12 @@ def _grouped(
     operator_id: str | None,
 ) -> list[dict[str, Any]]:
     """``sums`` of ``table`` per ``key`` over [from, to] (``fixed``: one value per key)."""
-    where = "day >= ? AND day <= ?"
     params: list[Any] = [day_from, day_to]
     if operator_id is not None:
-        where += " AND operator_id = ?"
         params.append(operator_id)
-    select = ", ".join((*key, *(f"MAX({f})" for f in fixed), *(f"SUM({s})" for s in sums)))
+    sql = grouped_sql(table, key, fixed, sums, by_operator=operator_id is not None)
     with db.transaction() as cur:
-        cur.execute(
-            f"SELECT {select} FROM {table} WHERE {where} "  # noqa: S608 - our own names
-            f"GROUP BY {', '.join(key)} ORDER BY {', '.join(key)}",
-            tuple(params),
-        )
+        cur.execute(sql, tuple(params))
         fetched = cur.fetchall()
     names = (*key, *fixed, *sums)
     rows = []
@@ -107,7 +117,7 @@ def game_rows(
 ) -> list[dict[str, Any]]:
     """Rounds, wagered, paid out, GGR and realised RTP per operator, currency and game
     (and mode) over [from, to], from ``analytics_game_daily``."""
-    key = ("operator_id", "currency", "game", *(("mode",) if by_mode else ()))
+    key = (*GAME_REPORT_KEY, *(("mode",) if by_mode else ()))
     rows = _grouped(
         db,
         "analytics_game_daily",
@@ -133,7 +143,7 @@ def box_rows(
     rows = _grouped(
         db,
         "analytics_box_daily",
-        ("operator_id", "currency", "box_id", "box_version_id"),
+        BOX_REPORT_KEY,
         ("currency_exponent",),
         BOX_SUMS,
         day_from,

@@ -33,8 +33,9 @@ EXEMPT = {
     "SELECT COUNT(*) FROM sqlite_master": "SQLite only (a table's existence)",
     "\nWITH heads AS (": "SQLite only (the dispatcher's claim; PostgreSQL's is planned)",
     "DELETE FROM {}": "`projections rebuild` empties a read model's tables: all rows by design",
-    "SELECT {} FROM analytics_daily WHERE {}": "`upgrader report`: an analyst's query over "
-    "a date range, on a table of one row per operator, day, currency, mode and preset",
+    "SELECT {} FROM {} WHERE {} GROUP BY": "`upgrader report`: an analyst's query over a "
+    "date range, on a daily table (one row per operator, day, currency and preset, game or "
+    "box version)",
 }
 NEW_INDEXES = ("wallet_debit_attempts_round", "wallet_credit_attempts_cashout")
 

@@ -48,7 +48,7 @@ def _renderings(recorder: Any, conn: Any) -> dict[str, Callable[[], list[str]]]:
     """Statement starts -> the complete statements the code makes of them (the event
     store's ``recorder`` and a connection render the SQL its recorder composes)."""
     from application.access import rate_limits
-    from projections import analytics_tables, dispatcher
+    from projections import analytics_boxes, analytics_tables, dispatcher
 
     return {
         # pg_recorder.SerialInsertRecorder: the locked insert, composed per schema
@@ -60,6 +60,16 @@ def _renderings(recorder: Any, conn: Any) -> dict[str, Callable[[], list[str]]]:
         "INSERT INTO analytics_rounds ({}) VALUES ({})": lambda: [analytics_tables._FACT],
         "INSERT INTO analytics_item_flows ({}) VALUES ({})": lambda: [analytics_tables._FLOW],
         "INSERT INTO analytics_daily ({}) VALUES ({})": lambda: [analytics_tables._DAILY],
+        # Analytics.process: which settled rounds already have a fact row, in either table
+        "SELECT round_id FROM {} WHERE round_id IN ({keys})": lambda: [
+            _keys(f"SELECT round_id FROM {table} WHERE round_id IN ({{keys}})")  # noqa: S608
+            for table in ("analytics_rounds", "analytics_box_rounds")
+        ],
+        # analytics_boxes._upsert: the per-game and per-box daily rows
+        "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO UPDATE SET {}": lambda: [
+            analytics_boxes.GAME_DAILY,
+            analytics_boxes.BOX_DAILY,
+        ],
         # projections.unnest.insert_sql: its two users
         "INSERT INTO {} ({}) SELECT * FROM unnest({}) {}": lambda: [
             analytics_tables._FACT_UNNEST,
