@@ -1,4 +1,5 @@
-"""Record a golden event log: ``python -m tests.golden.record [--out DIR]`` (issue 16).
+"""Record a golden event log: ``python -m tests.golden.record [--scenario S] [--out DIR]``
+(issue 16).
 
 The stored events are a format that every later version must still load, project and
 audit. This records a log with the code as it is, so that a test
@@ -9,8 +10,12 @@ Run it only to make a NEW golden file (for example after the format grew): never
 overwrite a committed one, since the old file is the proof that old stores still load.
 ``--out`` writes ``events.jsonl`` and ``expected.json`` into another folder (default: a
 temporary folder, whose path is printed); copy them under ``tests/golden/`` with new
-names and point a test at them. It never runs in ``make test`` (``tests/golden`` is not
-a test path and holds no ``test_*.py``).
+names and point a test at them. ``--scenario`` picks what is played: ``upgrader`` (the
+default; ``events.jsonl`` and ``expected.json``, described below) or ``boxes``
+(``events_boxes.jsonl`` and ``expected_boxes.json``: box rounds and cancels, recorded
+after the first log was frozen; ``tests/golden/scenario_boxes.py`` says what it plays).
+It never runs in ``make test`` (``tests/golden`` is not a test path and holds no
+``test_*.py``).
 
 How it records: a real ``Platform`` on a fresh SQLite store, served by uvicorn on
 loopback with its background loops (projections, reconciler, webhook dispatcher), the
@@ -22,7 +27,7 @@ log spans fixed dates (three UTC days, hence three daily chain heads) whenever i
 recorded. ``upgrader shipping shipped`` is run as its function (``mark_shipped``) on the
 recorder's platform, so the dispatch happens at the manual clock's time too.
 
-The scenario (two operators; ``op-b`` is no-loss):
+The ``upgrader`` scenario (two operators; ``op-b`` is no-loss):
   day 1, first configuration: balance plays in EUR and USD (wins and losses), one over
   the player API; items plays staking won items; a debit refused INSUFFICIENT_FUNDS and
   one PLAYER_BLOCKED; an uncertain debit (wallet 503) rolled back by the reconciler and
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import tempfile
 from collections import Counter
 from datetime import UTC, datetime
@@ -65,8 +71,9 @@ from application.platform import Platform
 from entrypoints.app import create_app
 from ops.reference_operator.wallet import ThreadedWalletServer
 from projections.runner import tables_of
-from tests.golden import snapshot
-from tests.golden.scenario import OUTBOUND, Scenario, first_config, second_config
+from tests.golden import scenario as upgrader_scenario
+from tests.golden import scenario_boxes, snapshot
+from tests.golden.scenario import OUTBOUND, Scenario
 from tests.support.live import LiveServer
 
 START = 1_772_442_000.0  # 2026-03-02T09:00:00Z
@@ -82,18 +89,32 @@ def follow_clock(clock: ManualClock) -> None:
     es_domain.CanCreateTimestamp.create_timestamp = staticmethod(create_timestamp)  # type: ignore[method-assign]
 
 
-def record(directory: Path) -> dict[str, Any]:
-    """Play the scenario on a fresh store in ``directory``; returns what to export."""
+# each scenario: its module (first_config, second_config), its calls, and its two files
+SCENARIOS: dict[str, tuple[Any, type[Scenario], Path, Path]] = {
+    "upgrader": (upgrader_scenario, Scenario, snapshot.EVENTS_FILE, snapshot.EXPECTED_FILE),
+    "boxes": (
+        scenario_boxes,
+        scenario_boxes.BoxScenario,
+        snapshot.BOXES_EVENTS_FILE,
+        snapshot.BOXES_EXPECTED_FILE,
+    ),
+}
+
+
+def record(directory: Path, name: str = "upgrader") -> dict[str, Any]:
+    """Play the scenario ``name`` on a fresh store in ``directory``; returns what to
+    export."""
+    module, calls, _, _ = SCENARIOS[name]
     clock = ManualClock(start=START)
     follow_clock(clock)
     url = f"sqlite:///{directory}/golden.db"
     wallet = ThreadedWalletServer(dict(OUTBOUND)).start()
-    scenario = Scenario(clock, wallet)
+    scenario = calls(clock, wallet)
     try:
-        raw = first_config(wallet.url)
+        raw = module.first_config(wallet.url)
         with _served(scenario, url, raw):
             scenario.day_one()
-        raw = second_config(raw)
+        raw = module.second_config(raw)
         with _served(scenario, url, raw):
             scenario.day_two()
             clock.advance(DAY)
@@ -164,9 +185,15 @@ def _expected(url: str, raw: dict[str, Any]) -> dict[str, Any]:
     return {"log": log, "expected": {"audit": audit, **expected, "config": config}}
 
 
-def _check_coverage(topics: dict[str, int]) -> None:
+def _check_coverage(topics: dict[str, int], name: str) -> None:
     """Every event class of every aggregate the platform defines is in the log at least
-    once (the library's unused default ``Created`` event aside)."""
+    once (the library's unused default ``Created`` event aside); a later scenario's log
+    together with the committed logs before it (it records what they lack)."""
+    topics = dict(topics)
+    for other, (_, _, _, expected) in SCENARIOS.items():
+        if other == name:
+            break
+        topics.update(json.loads(expected.read_text(encoding="utf-8"))["topics"])
     missing = []
     pending = list(es_domain.Aggregate.__subclasses__())
     while pending:
@@ -185,14 +212,16 @@ def _check_coverage(topics: dict[str, int]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.golden.record", description=__doc__)
     parser.add_argument("--out", type=Path, help="folder for the two files (default: a new one)")
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="upgrader")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="golden-"))
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as store:
-        recorded = record(Path(store))
-    _check_coverage(recorded["expected"]["topics"])
-    snapshot.write_log(out / snapshot.EVENTS_FILE.name, recorded["log"])
-    snapshot.write_expected(out / snapshot.EXPECTED_FILE.name, recorded["expected"])
+        recorded = record(Path(store), args.scenario)
+    _check_coverage(recorded["expected"]["topics"], args.scenario)
+    _, _, events_file, expected_file = SCENARIOS[args.scenario]
+    snapshot.write_log(out / events_file.name, recorded["log"])
+    snapshot.write_expected(out / expected_file.name, recorded["expected"])
     print(f"recorded {recorded['expected']['events']} events into {out}")
     return 0
 

@@ -29,6 +29,9 @@ from eventsourcing.persistence import StoredEvent
 GOLDEN = Path(__file__).resolve().parent
 EVENTS_FILE = GOLDEN / "events.jsonl"
 EXPECTED_FILE = GOLDEN / "expected.json"
+# the second log (``--scenario boxes``): box rounds and cancels, in the same two formats
+BOXES_EVENTS_FILE = GOLDEN / "events_boxes.jsonl"
+BOXES_EXPECTED_FILE = GOLDEN / "expected_boxes.json"
 # what the audit summary holds that depends on the wall clock of the audit run
 WALL_CLOCK_AUDIT_KEYS = ("seconds",)
 

@@ -29,7 +29,7 @@ from domain.inventory import InventoryItem
 from domain.player_fairness import PlayerFairness
 from domain.round import Round
 from domain.round_cancel import RoundCancel
-from tests.golden.snapshot import EXPECTED_FILE
+from tests.golden.snapshot import BOXES_EXPECTED_FILE, EXPECTED_FILE
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -169,8 +169,11 @@ def test_new_events_are_stored_under_the_pinned_topics() -> None:
 
 
 def test_the_golden_log_topics_are_all_pinned() -> None:
-    recorded = json.loads(EXPECTED_FILE.read_text(encoding="utf-8"))["topics"]
-    assert set(recorded) <= set(PINNED)
+    """Both golden logs: the first (the Upgrader) and the second (box rounds, the box
+    catalogue and cancels)."""
+    for path in (EXPECTED_FILE, BOXES_EXPECTED_FILE):
+        recorded = json.loads(path.read_text(encoding="utf-8"))["topics"]
+        assert set(recorded) <= set(PINNED), path.name
 
 
 # A module's source loaded under another module path, in a fresh interpreter, never
