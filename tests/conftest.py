@@ -8,6 +8,12 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from hypothesis import settings
+
+# Property tests check values, not speed (speed is measured in ops/bench/): no per-example
+# deadline, which a loaded machine (xdist workers, CI) otherwise trips at random.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 POSTGRES_URL = os.environ.get("UPGRADER_TEST_POSTGRES_URL", "")
 SKIP_POSTGRES = (
