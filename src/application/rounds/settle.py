@@ -37,6 +37,14 @@ class Drawn:
     answer: Any
 
 
+def saved_then_afresh(platform: Platform, saved: Round) -> Callable[[], Round]:
+    """A balance-mode settle's ``load_round``: the first try settles the aggregate this
+    process saved (no read); if another process changed the round meanwhile, the commit
+    conflicts and later tries read it afresh."""
+    tries = iter([saved])
+    return lambda: next(tries, None) or platform.events.repository.get(saved.id)
+
+
 def settle_with_retries(
     platform: Platform,
     load_round: Callable[[], Round],

@@ -33,6 +33,7 @@ from application.platform import Platform
 from application.rounds.actions import fingerprint
 from application.rounds.fairness import FairnessService
 from application.rounds.saga import WagerSaga
+from application.rounds.settle import saved_then_afresh
 from application.wallet.client import WalletClient
 from domain.box_round import GAME_KEY, PURCHASE_REASON, BoxOpening
 from domain.ids import round_id
@@ -78,14 +79,10 @@ class BoxPlays:
     # -- WagerGame ----------------------------------------------------------------------
 
     def settle(self, saved: Round, attempt: int, debit: dict[str, Any]) -> BoxOpenAnswer:
-        # The first try settles the aggregate this process saved (no read); if another
-        # process changed the round meanwhile, the commit conflicts and later tries
-        # read it afresh.
-        tries = iter([saved])
         return settle_box_round(
             self.platform,
             self.fairness,
-            lambda: next(tries, None) or self.platform.events.repository.get(saved.id),
+            saved_then_afresh(self.platform, saved),
             attempt,
             debit,
         )
